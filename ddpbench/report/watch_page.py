@@ -89,13 +89,16 @@ def _alarms_section(alarms, folder: Path, out_dir: Path) -> Section:
         change = html("{{ c }} ({{ lo }} to {{ hi }})", c=f"{100 * a.change:+.0f} %", lo=f"{100 * a.low:+.0f}",
                       hi=f"{100 * a.high:+.0f} %") if math.isfinite(a.low) else num(100 * a.change, "+.0f", " %")
         phase = a.phase.removesuffix("_ms") if isinstance(a.phase, str) and a.phase else DASH
+        cause = a.cause if isinstance(a.cause, str) and a.cause else DASH
         rows.append([number, int(a.step), int(a.since) if math.isfinite(a.since) else DASH, a.kind, who, phase,
-                     change, _trace_cell(a.trace, folder, out_dir)])
+                     cause, change, _trace_cell(a.trace, folder, out_dir)])
     text = html('<p class="note">Each alarm as the watch raised it (alarms.csv): where it was raised, the look that '
                 "first saw it, and its change against the run's own start with the interval of its sequential "
-                "test. Its trace's answer is the loss budget of the traced steps (docs/traces.md).</p>")
+                "test; its cause where the ranks' added wait for a CPU was most of the slowdown (a busy machine: other "
+                "work on its cores, not the training). Its trace's answer is the loss budget of the traced steps "
+                "(docs/traces.md).</p>")
     return Section("Alarms", text + html_table(["", "raised at step", "seen from step", "kind", "rank", "phase",
-                                                 "change", "trace"], rows, numeric=(0, 1, 2)))
+                                                 "cause", "change", "trace"], rows, numeric=(0, 1, 2)))
 
 
 def _trace_cell(trace, folder: Path, out_dir: Path):

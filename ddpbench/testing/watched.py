@@ -16,11 +16,13 @@ STEPS, SAMPLE = 1500, 10
 
 
 def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.25, noise_sd=0.08,
-            until=None):
+            until=None, busy=()):
     """Rows as watched ranks measure them: each rank's data, forward and backward compute, then the all-reduce
-    that ends once the last rank's gradients are ready, every step's phases (:func:`feed` sends those of
-    the phase steps only). A straggler's compute, or one phase of every rank, is ``factor`` times as long
-    from ``onset`` (to ``until``, where given); ``slow_phase`` a dict gives each phase its own factor."""
+    that ends once the last rank's gradients are ready, every step's phases and its wait for a CPU (a few
+    tenths of a ms; :func:`feed` sends those of the phase steps only). A straggler's compute, or one phase of
+    every rank, is ``factor`` times as long from ``onset`` (to ``until``, where given); ``slow_phase`` a dict
+    gives each phase its own factor. The ranks in ``busy`` share their cores with other work from ``onset``:
+    their compute is ``factor`` times as long, all of it added as time waiting for a CPU."""
     rng = np.random.default_rng(seed)
     slowed = slow_phase if isinstance(slow_phase, dict) else {
         phase: factor for phase in ((slow_phase,) if isinstance(slow_phase, str) else slow_phase or ())}
@@ -29,12 +31,14 @@ def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.
     for step in range(STEPS):
         noise = lambda scale: scale * rng.lognormal(0.0, noise_sd)  # noqa: E731
         parts = {r: {"data_ms": noise(1.0), "forward_ms": noise(4.0), "compute_bwd": noise(8.0),
-                     "optimizer_ms": noise(1.5)} for r in range(world)}
+                     "optimizer_ms": noise(1.5), "queued_ms": noise(0.3)} for r in range(world)}
         for r, p in parts.items():
             slow = onset <= step < (STEPS if until is None else until)
-            if slow and slow_rank == r:
+            if slow and (slow_rank == r or r in busy):
+                waited = (factor - 1) * (p["forward_ms"] + p["compute_bwd"])
                 p["forward_ms"] *= factor
                 p["compute_bwd"] *= factor
+                p["queued_ms"] += waited if r in busy else 0.0
             for phase, times in slowed.items():
                 if slow:
                     p[phase] *= times
@@ -44,7 +48,7 @@ def ddp_run(seed, world=2, slow_rank=None, slow_phase=None, onset=700, factor=1.
             backward = reduced - p["data_ms"] - p["forward_ms"]
             step_ms = reduced + p["optimizer_ms"]
             rows[r].append((step, end + step_ms / 1e3, step_ms, p["data_ms"], p["forward_ms"], backward,
-                            p["optimizer_ms"], ready[r]))
+                            p["optimizer_ms"], ready[r], p["queued_ms"]))
         end += reduced / 1e3
     return rows
 
@@ -58,7 +62,7 @@ def feed(rows, world=2, batch=25, dense=True, alarms=None, sent=None):
     plans = {r: Cycle(every=SAMPLE) for r in range(world)}
     for start in range(0, STEPS, batch):
         for r in range(world):
-            batch_rows = [row if plans[r].kind_of(row[0]) == "phases" else (*row[:3], *(math.nan,) * 5)
+            batch_rows = [row if plans[r].kind_of(row[0]) == "phases" else (*row[:3], *(math.nan,) * (len(row) - 3))
                           for row in rows[r][start:start + batch]]
             alarms.feed(r, batch_rows)
             if sent is not None:

@@ -81,10 +81,18 @@ DENSE_AFTER = 20
 DENSE_LAG = 10
 #: the kinds of alarm
 SLOWER, STRAGGLER = "slower", "straggler"
+#: an alarm's cause where its ranks' added wait for a CPU is most of the slowdown (:meth:`Alarms.busy`): other
+#: work on the machine held its cores, not the training's own change
+BUSY = "busy machine"
+#: the share of a slowdown's added time (its point estimate) the added wait for a CPU must reach over its whole
+#: interval for :data:`BUSY` to be named: most of it
+BUSY_SHARE = 0.5
 #: the file of a watched run's alarms, in its output folder, and its columns in order: ``step``, where it
 #: was raised; ``since``, the look that first saw the change
 ALARMS_FILE = "alarms.csv"
-ALARM_COLUMNS = ("step", "since", "rank", "kind", "phase", "change", "low", "high", "words", "trace")
+ALARM_COLUMNS = ("step", "since", "rank", "kind", "phase", "cause", "change", "low", "high", "words", "trace")
+#: the columns an alarms file written before them lacks (read as empty)
+LATER_ALARM_COLUMNS = ("cause",)
 
 _AT = {c: i for i, c in enumerate(STEP_COLUMNS)}
 
@@ -105,6 +113,11 @@ class Alarm:
     since: int | None = None
     #: each slower phase's added time a step, ms (its point estimate), the named one first
     added: tuple[tuple[str, float], ...] = ()
+    #: the added wait for a CPU a step, ms, (point, low, high): the job's ranks' against the run's start, or the
+    #: straggler's against the other ranks'; None where the ranks did not say (no schedstat)
+    waited: tuple[float, float, float] | None = None
+    #: :data:`BUSY` where that wait is most of the slowdown, else None
+    cause: str | None = None
 
     @property
     def start(self) -> int:
@@ -115,8 +128,20 @@ class Alarm:
         how = f"{100 * self.change:+.0f} % ({100 * self.low:+.0f} to {100 * self.high:+.0f} %)"
         if self.kind == STRAGGLER:
             return (f"rank {self.rank} is the straggler from about step {self.start}: its compute is {how} against "
-                    "the other ranks', against the run's own start; the others wait for it at each all-reduce")
-        return f"the job's step is {how} against the run's own start, from about step {self.start}{self.where}"
+                    "the other ranks', against the run's own start; the others wait for it at each all-reduce"
+                    + self.busy_words)
+        return (f"the job's step is {how} against the run's own start, from about step {self.start}{self.where}"
+                + self.busy_words)
+
+    @property
+    def busy_words(self) -> str:
+        if self.cause != BUSY:
+            return ""
+        point, low, high = self.waited
+        whom = "it waited for a CPU" if self.kind == STRAGGLER else "its ranks waited for a CPU"
+        than = "the other ranks" if self.kind == STRAGGLER else "at its start"
+        return (f"; {whom} {point:+.2f} ms a step ({low:+.2f} to {high:+.2f}) more than {than}, most of the "
+                "slowdown: other work on this machine held its cores (a busy machine, not the training's own change)")
 
     @property
     def where(self) -> str:
@@ -131,7 +156,7 @@ class Alarm:
 
     def row(self) -> tuple:
         return (self.step, self.start, "" if self.rank is None else self.rank, self.kind, self.phase or "",
-                f"{self.change:.4f}", f"{self.low:.4f}", f"{self.high:.4f}", self.words)
+                self.cause or "", f"{self.change:.4f}", f"{self.low:.4f}", f"{self.high:.4f}", self.words)
 
 
 class Series:
@@ -198,6 +223,12 @@ class Alarms:
         self.job = Series()
         self.phases = {p: Series(every=10) for p in PHASE_COLUMNS}
         self.ranks: dict[int, Series] = defaultdict(lambda: Series(every=10))
+        # the wait for a CPU on the sampled steps, ms: the most any rank waited (the job's: in DDP the rank that
+        # waited longest holds the others at the all-reduce); and each rank's compute and wait less the other
+        # ranks' medians (a straggler's)
+        self.queued = Series(every=10)
+        self.rank_compute: dict[int, Series] = defaultdict(lambda: Series(every=10))
+        self.rank_queued: dict[int, Series] = defaultdict(lambda: Series(every=10))
         self.sampled: dict[int, dict[int, tuple]] = defaultdict(dict)  # step -> rank -> row, until all came
         self.lowest: int | None = None
         self.furthest = -1  # the latest step of any rank's rows
@@ -261,15 +292,30 @@ class Alarms:
                 series.add(step, value)
                 if dense:
                     dense.phases[phase].append(value)
+        queued = {k: r[_AT["queued_ms"]] for k, r in rows.items() if math.isfinite(r[_AT["queued_ms"]])}
+        if queued:
+            value = max(queued.values())
+            self.queued.add(step, value)
+            if dense:
+                dense.queued.append(value)
+        waits = sorted(queued.values())
         compute = {k: r[_AT["ready_ms"]] - r[_AT["data_ms"]] for k, r in rows.items()}
         ranked = sorted((v, k) for k, v in compute.items() if v > 0)
         values = [v for v, _ in ranked]
         for i, (mine, k) in enumerate(ranked):  # sorted once: each rank's others' median in O(1), not O(ranks)
             if len(values) > 1:
-                value = math.log(mine / median_without(values, i))
+                others = median_without(values, i)
+                value = math.log(mine / others)
                 self.ranks[k].add(step, value)
                 if dense:
                     dense.ranks[k].append(value)
+                if k in queued and len(waits) == len(values):
+                    excess = (mine - others, queued[k] - median_without(waits, waits.index(queued[k])))
+                    self.rank_compute[k].add(step, excess[0])
+                    self.rank_queued[k].add(step, excess[1])
+                    if dense:
+                        dense.rank_compute[k].append(excess[0])
+                        dense.rank_queued[k].append(excess[1])
 
     def _look(self, step: int) -> None:
         """A look at every series: what it calls is raised only once a check's dense steps bear it out."""
@@ -301,15 +347,36 @@ class Alarms:
                 self.job.called = False  # the dense steps do not bear the look out: no alarm, a later look may call
             else:
                 phase, added = self.phase_of_slowdown(check.phases)
-                new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added))
+                added_ms = shift_interval(np.exp(self.job.baseline), np.exp(check.job or list(self.job.recent)),
+                                          1.0 - ALPHA)[0]  # the step's added time, ms (its point)
+                waited, cause = self.busy(self.queued, check.queued, added_ms)
+                new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added, waited=waited,
+                                 cause=cause))
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
         for rank, values in sorted(check.ranks.items()):
             series = self.ranks[rank]
             change = series.against(values, confidence)
             if beyond(change) and not series.called:
                 series.called = True
-                new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since))
+                compute = self.rank_compute[rank]  # its compute's added time over the others', ms (its point)
+                added_ms = shift_interval(compute.baseline, check.rank_compute.get(rank) or list(compute.recent),
+                                          1.0 - ALPHA)[0]
+                waited, cause = self.busy(self.rank_queued[rank], check.rank_queued.get(rank), added_ms)
+                new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since, waited=waited,
+                                 cause=cause))
         return new
+
+    @staticmethod
+    def busy(series: Series, dense: list[float] | None, added_ms: float) -> tuple[tuple | None, str | None]:
+        """(the added wait for a CPU a step, its cause): the wait's shift in ms from ``series``' baseline to its
+        ``dense`` values (where none came, its recent window), with its interval at ``1 - ALPHA`` (one test an
+        alarm); :data:`BUSY` where the whole interval is at least :data:`BUSY_SHARE` of ``added_ms``, the
+        slowdown's added time a step (its point estimate): most of what the step added was waiting for a CPU."""
+        values = dense or list(series.recent)
+        if len(series.baseline) < 2 or len(values) < 2 or not math.isfinite(added_ms):
+            return None, None
+        waited = shift_interval(series.baseline, values, 1.0 - ALPHA)
+        return waited, (BUSY if added_ms > 0 and waited[1] >= BUSY_SHARE * added_ms else None)
 
     def phase_of_slowdown(self, dense: dict[str, list[float]]) -> tuple[str | None, tuple[tuple[str, float], ...]]:
         """(the phase, each slower phase's added ms a step): a phase is slower where its ``dense`` steps (logs;
@@ -343,6 +410,9 @@ class Pending:
     phases: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
     ranks: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
     job: list[float] = field(default_factory=list)  # the job's step on them (the lowest rank's, logs)
+    queued: list[float] = field(default_factory=list)  # the most any rank waited for a CPU, ms
+    rank_compute: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))  # ms over the others'
+    rank_queued: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))  # ms over the others'
 
 
 class AlarmFile:

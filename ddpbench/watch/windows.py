@@ -24,7 +24,15 @@ import pandas as pd
 
 from ddpbench.analysis.core import shift_interval
 from ddpbench.errors import InputError
-from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, BASELINE_FROM, BASELINE_STEPS, RECENT_STEPS
+from ddpbench.results.phases import WATCH_LATER_COLUMNS
+from ddpbench.watch.alarms import (
+    ALARM_COLUMNS,
+    ALARMS_FILE,
+    BASELINE_FROM,
+    BASELINE_STEPS,
+    LATER_ALARM_COLUMNS,
+    RECENT_STEPS,
+)
 from ddpbench.watch.stream import STREAM_COLUMNS, STREAM_FILE
 
 #: the budget's lines of a phase step: (column, words); they add up to the step
@@ -48,12 +56,12 @@ def read_run(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(steps, alarms) of a watched run's folder, each with its declared columns; a stream whose header is not
     a watch's is refused in one line (:class:`~ddpbench.errors.InputError`)."""
     folder = Path(folder)
-    steps = _read(folder / STREAM_FILE, STREAM_COLUMNS)
+    steps = _read(folder / STREAM_FILE, STREAM_COLUMNS, WATCH_LATER_COLUMNS)
     for column in STREAM_COLUMNS:
         if column != "host":
             steps[column] = pd.to_numeric(steps[column], errors="coerce")
     steps = steps.dropna(subset=["rank", "step", "step_ms"]).astype({"rank": int, "step": int})
-    alarms = _read(folder / ALARMS_FILE, ALARM_COLUMNS) if (folder / ALARMS_FILE).is_file() else \
+    alarms = _read(folder / ALARMS_FILE, ALARM_COLUMNS, LATER_ALARM_COLUMNS) if (folder / ALARMS_FILE).is_file() else \
         pd.DataFrame(columns=list(ALARM_COLUMNS))
     for column in ("step", "since", "change", "low", "high"):
         alarms[column] = pd.to_numeric(alarms[column], errors="coerce")
@@ -61,11 +69,16 @@ def read_run(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     return steps, alarms.dropna(subset=["step"]).reset_index(drop=True)
 
 
-def _read(path: Path, columns: tuple) -> pd.DataFrame:
+def _read(path: Path, columns: tuple, later: tuple = ()) -> pd.DataFrame:
+    """``path``'s ``columns``; those of ``later`` (added since the file's version of ddpbench) empty where
+    missing, so that a watched run's folder from before them still opens."""
     try:
         table = pd.read_csv(path, dtype=str, keep_default_na=False, na_values=[""])
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
         raise InputError(str(path), "format", f"not a CSV ddpbench watch wrote ({str(e).splitlines()[0]})") from None
+    for column in later:
+        if column not in table.columns:
+            table[column] = None
     missing = [c for c in columns if c not in table.columns]
     if missing:
         raise InputError(str(path), "columns", f"lacks {', '.join(missing)}; a watched run's file has "

@@ -34,3 +34,16 @@ def test_false_or_wrong_alarms_are_every_unchanged_one_and_each_call_of_what_was
     assert bench.wrong("straggler", [early, other_rank, *right], 450) == [early, other_rank]
     assert bench.wrong("data", [other_phase, *right], 450) == [other_phase]
     assert bench.wrong("straggler", [other_phase], 450) == []  # the job's slowdown a straggler makes is its phase's
+
+
+def test_a_busy_machine_is_called_by_its_cause_and_named_elsewhere_is_wrong():
+    busy = {"kind": "slower", "phase": "", "rank": "", "step": "700", "cause": bench.BUSY}
+    busy_rank = {"kind": "straggler", "phase": "", "rank": "0", "step": "650", "cause": bench.BUSY}
+    uncaused = {"kind": "slower", "phase": "forward_ms", "rank": "", "step": "700", "cause": ""}
+    assert bench.in_time("busy", [uncaused, busy, busy_rank], 450) == 200
+    assert bench.in_time("busy", [uncaused], 450) is None
+    assert bench.wrong("busy", [uncaused, busy, busy_rank, {**busy, "step": "300"}], 450) == [
+        uncaused, {**busy, "step": "300"}]
+    straggler = {"kind": "straggler", "phase": "", "rank": "1", "step": "700", "cause": bench.BUSY}
+    assert bench.wrong("straggler", [straggler], 450) == [straggler]  # a sleep planted: no CPU was waited for
+    assert bench.wrong("straggler", [{**straggler, "cause": ""}], 450) == []

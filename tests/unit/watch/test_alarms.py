@@ -9,7 +9,7 @@ import pytest
 from ddpbench.rank.script.wire import STEP_COLUMNS
 from ddpbench.testing.watched import STEPS, ddp_run, feed
 from ddpbench.watch import alarms as watch_alarms
-from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, SLOWER, STRAGGLER, Alarm, AlarmFile, Alarms
+from ddpbench.watch.alarms import ALARM_COLUMNS, ALARMS_FILE, BUSY, SLOWER, STRAGGLER, Alarm, AlarmFile, Alarms
 
 
 def test_the_rows_are_in_the_wire_s_order():
@@ -130,6 +130,58 @@ def test_the_phase_that_holds_most_of_the_slowdown_is_named_where_it_stands_abov
     # two phases slowed by the same ms: the larger share of its own phase does not make it the cause
     raised = feed(ddp_run(0, slow_phase={"data_ms": 4.0, "optimizer_ms": 3.0}))
     assert raised[0].phase is None
+
+
+def test_a_job_slowed_by_a_busy_machine_is_said_so_with_its_added_wait_for_a_cpu():
+    """Every rank's compute a quarter longer, all of it time waiting for a CPU (other work on its cores): the
+    job is slower, and the cause is the machine, the wait's figures said."""
+    for seed in range(5):
+        raised = feed(ddp_run(seed, busy=(0, 1)))
+        job = [a for a in raised if a.kind == SLOWER]
+        assert len(job) == 1 and job[0].cause == BUSY, raised
+        point, low, high = job[0].waited
+        assert 2.0 <= low <= point <= high <= 4.5  # a quarter of 12 ms of compute: 3 ms a step
+        assert f"its ranks waited for a CPU {point:+.2f} ms a step" in job[0].words
+        assert "a busy machine, not the training's own change" in job[0].words
+
+
+def test_a_straggler_whose_core_is_busy_is_named_with_that_cause():
+    """Rank 1's core busy: it is the straggler, for that cause; the job's step, held to the slowest rank's,
+    added the wait of the rank that waited most (3 ms a step), not the ranks' median wait (half of it)."""
+    for seed in range(5):
+        raised = feed(ddp_run(seed, busy=(1,)))
+        (straggler,) = [a for a in raised if a.kind == STRAGGLER]
+        assert (straggler.rank, straggler.cause) == (1, BUSY), raised
+        assert straggler.waited[1] > 1.5 and "it waited for a CPU" in straggler.words
+        (job,) = [a for a in raised if a.kind == SLOWER]
+        assert job.cause == BUSY and 2.0 <= job.waited[0] <= 4.5, job
+
+
+@pytest.mark.parametrize("change", [{"slow_rank": 1}, {"slow_phase": "data_ms", "factor": 4.0},
+                                    {"slow_rank": 0, "factor": 1.6}])
+def test_a_slowdown_of_the_training_itself_names_no_busy_machine(change):
+    """Its ranks waited for a CPU no longer than at the start: no cause named, and no wait said."""
+    for seed in range(5):
+        raised = feed(ddp_run(seed, **change))
+        assert raised and all(a.cause is None for a in raised), raised
+        assert all(a.waited is not None and a.waited[1] < 0.5 for a in raised)
+        assert not any("waited for a CPU" in a.words for a in raised)
+
+
+def test_the_busy_machine_is_named_only_where_the_whole_interval_of_the_wait_is_most_of_the_slowdown():
+    series = watch_alarms.Series()
+    series.baseline = [0.3] * 20
+    assert Alarms.busy(series, [1.8] * 20, 3.0) == ((1.5, 1.5, 1.5), BUSY)  # half of it, exactly: named
+    assert Alarms.busy(series, [1.7] * 20, 3.0)[1] is None  # less than half
+    assert Alarms.busy(series, [1.8] * 20, -3.0)[1] is None  # no slowdown to hold
+    assert Alarms.busy(series, [1.8], 3.0) == (None, None)  # one value: no interval
+    assert Alarms.busy(series, [1.8] * 20, float("nan")) == (None, None)
+
+
+def test_an_alarm_row_says_its_cause():
+    busy = Alarm(549, None, SLOWER, None, 0.3, 0.2, 0.4, since=500, waited=(3.0, 2.5, 3.5), cause=BUSY)
+    assert busy.row()[ALARM_COLUMNS.index("cause")] == BUSY
+    assert Alarm(549, 1, STRAGGLER, None, 0.3, 0.2, 0.4).row()[ALARM_COLUMNS.index("cause")] == ""
 
 
 def test_a_change_below_a_tenth_is_not_called():
