@@ -13,13 +13,18 @@ watch's own), from a step drawn at random (seeded) for each run:
 * ``straggler``: rank 1's forward and backward a quarter longer (``straggler:1:STEP:1.25``): called
   in time where rank 1 is named the straggler within 300 steps of the onset, no other rank ever;
 * ``data``: every rank's data phase longer by a quarter of its step (``data:STEP:1.25``): called in
-  time where the job is said slower, in its data phase, within 300 steps.
+  time where the job is said slower, in its data phase, within 300 steps;
+* ``busy``: the machine made busy, nothing of the script changed: :data:`HOGS` processes spin on the CPU beside
+  the ranks (``busy:STEP:HOGS``, started by rank 0): called in time where an alarm names a busy machine as its
+  cause within 300 steps; an alarm that does not name it is a wrong one (and one that names it in another
+  condition).
 
 The conditions run interleaved (unchanged, straggler, data, unchanged, ...), so that the machine's load
 falls on all alike; the table gives, per script and condition, the runs, the alarms, the false or wrong
-ones (:func:`wrong`: any alarm of an unchanged run, any before the onset, another rank named, another phase
-named), the runs called in time and the median steps from the onset to the call, with the machine's load
-before and after; each false or wrong alarm's words follow the table.
+ones (:func:`wrong`: any alarm of an unchanged run, any before the onset, another rank, phase or cause
+named), of those the ones that name a busy machine as their cause (the ranks' added wait for a CPU most of
+the slowdown: other work on the machine, not the script), the runs called in time and the median steps from
+the onset to the call, with the machine's load before and after; each false or wrong alarm's words follow.
 """
 
 from __future__ import annotations
@@ -41,11 +46,15 @@ sys.path.insert(0, str(HERE))
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from written import check_out, emit  # noqa: E402
 
+from ddpbench.watch.alarms import BUSY  # noqa: E402
+
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_alarms.py -->"
 SCRIPTS = {"lm": (ROOT / "experiments" / "watch" / "train_lm.py", "--steps"),
            "cnn": (ROOT / "experiments" / "scripts" / "train_cnn.py", None)}
-CONDITIONS = ("unchanged", "straggler", "data")
+CONDITIONS = ("unchanged", "straggler", "data", "busy")
+#: the processes the ``busy`` condition starts to spin beside the ranks (this VM has two cores)
+HOGS = 1
 #: the steps from the onset within which a call is in time
 IN_TIME = 300
 
@@ -62,6 +71,8 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
         env["WATCH_FAULT"] = f"straggler:1:{onset}:1.25"
     elif condition == "data":
         env["WATCH_FAULT"] = f"data:{onset}:1.25"
+    elif condition == "busy":
+        env["WATCH_FAULT"] = f"busy:{onset}:{HOGS}"
     subprocess.run([sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--",
                     sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path),
                     *args], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -75,6 +86,8 @@ def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
         called = [a for a in alarms if a["kind"] == "straggler" and a["rank"] == "1"]
     elif condition == "data":
         called = [a for a in alarms if a["kind"] == "slower" and a["phase"] == "data_ms"]
+    elif condition == "busy":
+        called = [a for a in alarms if a.get("cause") == BUSY]
     else:
         return None
     late = [int(a["step"]) - onset for a in called if 0 <= int(a["step"]) - onset <= IN_TIME]
@@ -82,12 +95,16 @@ def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
 
 
 def wrong(condition: str, alarms: list[dict], onset: int) -> list[dict]:
-    """The alarms that call what is not there: any of an unchanged run, any before the onset, a straggler other
-    than rank 1, a phase other than the data phase."""
+    """The alarms that call what is not there: any of an unchanged run, any before the onset; of a planted
+    straggler or data phase, a straggler other than rank 1, a phase other than the data phase, or a busy machine
+    named; of a busy machine, an alarm that does not name it."""
     if condition == "unchanged":
         return alarms
+    if condition == "busy":
+        return [a for a in alarms if int(a["step"]) < onset or a.get("cause") != BUSY]
     return [a for a in alarms if int(a["step"]) < onset or (a["kind"] == "straggler" and a["rank"] != "1")
-            or (a["phase"] and a["phase"] != ("data_ms" if condition == "data" else a["phase"]))]
+            or (a["phase"] and a["phase"] != ("data_ms" if condition == "data" else a["phase"]))
+            or a.get("cause") == BUSY]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,15 +135,16 @@ def main(argv: list[str] | None = None) -> None:
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
              f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
-             "| script | condition | runs | alarms | false or wrong alarms (runs with one) | called in time | "
-             "steps to the call (median) |",
-             "|---|---|---|---|---|---|---|"]
+             "| script | condition | runs | alarms | false or wrong alarms (runs with one) | of them, a busy machine "
+             "named | called in time | steps to the call (median) |",
+             "|---|---|---|---|---|---|---|---|"]
     said = []
     for (script, condition), runs in found.items():
         late = [t for _, _, t in runs if t is not None]
         bad = [(onset, a) for onset, alarms, _ in runs for a in wrong(condition, alarms, onset)]
         lines.append(f"| {script} | {condition} | {len(runs)} | {sum(len(a) for _, a, _ in runs)} | {len(bad)} "
                      f"({sum(bool(wrong(condition, a, o)) for o, a, _ in runs)}) | "
+                     f"{sum(a.get('cause') == BUSY for _, a in bad)} | "
                      f"{'-' if condition == 'unchanged' else f'{len(late)} of {len(runs)}'} | "
                      f"{statistics.median(late) if late else '-'} |")
         said += [f"- {script}, {condition}" + ("" if condition == "unchanged" else f" from step {onset}") +

@@ -10,6 +10,9 @@ ddpbench watch's, which imports it): ``WATCH_FAULT`` in the environment says whi
   so the sleep falls where a slow ``next(loader)`` would, between the optimizer's step and the forward. (Sleeping
   in an optimizer post-hook instead lands inside the optimizer's step wherever the fault's hook is registered
   before the watch's: the watch then rightly calls the optimizer phase slower.)
+* ``busy:STEP:HOGS``: from step STEP on, the machine is busy: rank 0 starts HOGS processes that spin on the CPU
+  (a neighbour's work, nothing of the script's), each ending with its parent (it spins only while its parent is
+  the one that started it: a rank killed, even by kill -9, leaves none behind).
 """
 
 import os
@@ -41,7 +44,17 @@ def _plant() -> None:
         if isinstance(module, DistributedDataParallel) and state["step"] >= int(args[0]) and state["steps"]:
             time.sleep((float(args[1]) - 1.0) * statistics.median(state["steps"]))
 
+    def busy(optimizer, a, kw):
+        if state["step"] == int(args[0]) and rank == 0 and "hogs" not in state:
+            import subprocess
+            import sys
+
+            spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent:\n    pass\n"
+            state["hogs"] = [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(int(args[1]))]
+
     register_optimizer_step_post_hook(stepped)
+    if kind == "busy":
+        register_optimizer_step_post_hook(busy)
     if kind == "data":
         register_module_forward_pre_hook(data)
     if kind == "straggler" and rank == int(args[0]):
