@@ -43,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ended import run, stop_with_term  # noqa: E402
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from written import check_out, emit  # noqa: E402
 
@@ -73,9 +74,9 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
         env["WATCH_FAULT"] = f"data:{onset}:1.25"
     elif condition == "busy":
         env["WATCH_FAULT"] = f"busy:{onset}:{HOGS}"
-    subprocess.run([sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--",
-                    sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path),
-                    *args], env=env, cwd=work, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run([sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--", sys.executable, "-m",
+         "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path), *args], env=env, cwd=work,
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out / "alarms.csv", newline="") as f:
         return list(csv.DictReader(f))
 
@@ -155,4 +156,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    stop_with_term()  # the watched run under way ends with the benchmark (benchmarks/ended.py)
     main()

@@ -43,6 +43,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ended import run, stop_with_term  # noqa: E402
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from written import check_out, emit  # noqa: E402
 
@@ -83,7 +84,7 @@ def run_once(dim: int, steps: int, side: str, work: Path) -> list[float]:
         command = [sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--", *command]
     elif side == RANKS_ONLY:  # watch's environment for the ranks, its collector's address one that refuses
         env = environment(f"127.0.0.1:{closed_port()}", wire.new_secret(), env)
-    subprocess.run(command, env=env, cwd=work, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run(command, env=env, cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return json.loads(Path(times).read_text())
 
 
@@ -154,4 +155,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    stop_with_term()  # the run under way ends with the benchmark (benchmarks/ended.py)
     main()

@@ -33,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from ended import run, stop_with_term  # noqa: E402
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from watch_cost import verdict  # noqa: E402  (the same verdict as the runs in pairs)
 from written import check_out, emit  # noqa: E402
@@ -51,8 +52,8 @@ def run_blocks(dim: int, blocks: int, block_steps: int, work: Path) -> dict[str,
     command = [sys.executable, "-m", "ddpbench", "watch", "--every", "3600", "--out", str(out), "--",
                sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(BLOCKS),
                "--dim", str(dim), "--blocks", str(blocks), "--block-steps", str(block_steps), "--times", times]
-    subprocess.run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=work, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run(command, env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=work, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
     return json.loads(Path(times).read_text())
 
 
@@ -92,4 +93,5 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
+    stop_with_term()  # the watched run under way ends with the benchmark (benchmarks/ended.py)
     main()

@@ -1,5 +1,12 @@
 """benchmarks/watch_alarms.py runs as written: a few short watched runs of each condition, and its table."""
 
+import os
+import signal
+import subprocess
+import sys
+import uuid
+
+from ddpbench.testing import MARK, ROOT, marked, wait_for
 from ddpbench.testing.scripts import load_benchmark
 
 bench = load_benchmark("watch_alarms")
@@ -47,3 +54,21 @@ def test_a_busy_machine_is_called_by_its_cause_and_named_elsewhere_is_wrong():
     straggler = {"kind": "straggler", "phase": "", "rank": "1", "step": "700", "cause": bench.BUSY}
     assert bench.wrong("straggler", [straggler], 450) == [straggler]  # a sleep planted: no CPU was waited for
     assert bench.wrong("straggler", [{**straggler, "cause": ""}], 450) == []
+
+
+def test_sigterm_of_the_benchmark_ends_the_watched_run_under_way(tmp_path):
+    """As a user stops it (SIGTERM, as ``kill`` sends): the watch, its torchrun and its ranks end with it, and no
+    table is written."""
+    mark, out = uuid.uuid4().hex, tmp_path / "alarms.md"
+    bench_run = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "watch_alarms.py"), "--runs", "1",
+                                  "--steps", "100000", "--scripts", "lm", "--out", str(out)],
+                                 env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for(lambda: sum("train_lm.py" in " ".join(p.cmdline()) for p in marked(mark)) >= 2, 120, "two ranks")
+        bench_run.send_signal(signal.SIGTERM)
+        bench_run.wait(60)
+        wait_for(lambda: not marked(mark), 40, "every process of the benchmark gone")
+    finally:
+        for proc in marked(mark):
+            proc.kill()
+    assert bench_run.returncode != 0 and not out.exists()
