@@ -684,6 +684,7 @@ def constants() -> dict:
             "well": pct(t.SCALES_WELL), "poorly": pct(t.SCALES_POORLY),
             "grad_tolerance": pct(GRADIENT_TOLERANCE), "shared_kernels": SHARED_WORDS[SHARED_KERNELS],
             "watch_alpha": pct(watch_alarms.ALPHA), "watch_alpha_frac": f"{watch_alarms.ALPHA:g}",
+            "watch_busy": pct(1 - watch_alarms.ALPHA),
             "watch_from": str(watch_alarms.BASELINE_FROM),
             "watch_to": str(watch_alarms.BASELINE_FROM + watch_alarms.BASELINE_STEPS),
             "watch_look": str(watch_alarms.LOOK_EVERY), "watch_recent": str(watch_alarms.RECENT_STEPS)}
@@ -1367,6 +1368,8 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/watch.md", "The baseline is the run's steps {const[watch_from]} to {const[watch_to]} (the warm-up before it "
                       "left out); every {const[watch_look]} steps after it, each series' latest {const[watch_recent]} "
                       "steps are set against it"),
+    ("docs/watch.md", "Where the added wait, over its whole {const[watch_busy]} % interval, is at least half of what the "
+                      "step"),
     ("docs/watch.md", "The looks share a false-alarm rate of {const[watch_alpha]} % a run for each series: look k is "
                       "made at confidence 1 - {const[watch_alpha_frac]} × 6 / (π² k²)"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),
