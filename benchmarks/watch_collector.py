@@ -110,14 +110,15 @@ def summary(values: list[float]) -> dict:
 
 def rows_since(step: int, count: int, rate: float, now: float) -> list[tuple]:
     """``count`` steps from ``step`` + 1 made at ``rate`` a second up to ``now``: a step's time a little
-    off 1 / rate, every tenth step's phases (the rest NaN, as an unsampled step's)."""
+    off 1 / rate, every tenth step's phases and wait for a CPU (the rest NaN, as an unsampled step's)."""
     nan = math.nan
     rows = []
     for i in range(count):
         s = step + 1 + i
         step_ms = 1000.0 / rate * (0.9 + (s * 7919 % 200) / 1000)
         phases = (step_ms * 0.05, step_ms * 0.3, step_ms * 0.55, step_ms * 0.1) if s % 10 == 0 else (nan,) * 4
-        rows.append((s, now - (count - 1 - i) / rate, step_ms, *phases, step_ms * 0.8 if s % 10 == 0 else nan))
+        sampled = (step_ms * 0.8, step_ms * 0.02) if s % 10 == 0 else (nan, nan)  # ready_ms, queued_ms
+        rows.append((s, now - (count - 1 - i) / rate, step_ms, *phases, *sampled))
     return rows
 
 

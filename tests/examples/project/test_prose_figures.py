@@ -1368,8 +1368,8 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/watch.md", "The baseline is the run's steps {const[watch_from]} to {const[watch_to]} (the warm-up before it "
                       "left out); every {const[watch_look]} steps after it, each series' latest {const[watch_recent]} "
                       "steps are set against it"),
-    ("docs/watch.md", "Where the added wait, over its whole {const[watch_busy]} % interval, is at least half of what the "
-                      "step"),
+    ("docs/watch.md", "Where the added wait, over its whole {const[watch_busy]} % interval, is at least half of "
+                      "what the step"),
     ("docs/watch.md", "The looks share a false-alarm rate of {const[watch_alpha]} % a run for each series: look k is "
                       "made at confidence 1 - {const[watch_alpha_frac]} × 6 / (π² k²)"),
     ("docs/traces.md", "It holds the recorded steps only: about {trace[kb]} KB per rank for 5 steps of mlp-m."),

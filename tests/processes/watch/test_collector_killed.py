@@ -37,7 +37,8 @@ def test_a_collector_killed_loses_nothing_it_had_received(tmp_path):
         sock.sendall(wire.hello("s", frames[0][1], {"rank": 2, "host": "h", "pid": 7}))
         sent = []
         for batch in range(20):
-            rows = [(s, 1.7e9 + s / 3, 10 + s / 7, *[math.nan] * 5) for s in range(batch * 5 + 1, batch * 5 + 6)]
+            rows = [(s, 1.7e9 + s / 3, 10 + s / 7, *[math.nan] * (len(wire.STEP_COLUMNS) - 3))
+                    for s in range(batch * 5 + 1, batch * 5 + 6)]
             sock.sendall(wire.pack_steps(rows))
             assert proc.stdout.readline().split() == ["2", str(rows[-1][0])]  # written, then heard of
             sent += rows
