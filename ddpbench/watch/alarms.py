@@ -49,6 +49,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+from bisect import bisect_left
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -310,7 +311,7 @@ class Alarms:
                 if dense:
                     dense.ranks[k].append(value)
                 if k in queued and len(waits) == len(values):
-                    excess = (mine - others, queued[k] - median_without(waits, waits.index(queued[k])))
+                    excess = (mine - others, queued[k] - median_without(waits, bisect_left(waits, queued[k])))
                     self.rank_compute[k].add(step, excess[0])
                     self.rank_queued[k].add(step, excess[1])
                     if dense:
