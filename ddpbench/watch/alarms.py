@@ -82,7 +82,7 @@ DENSE_AFTER = 20
 DENSE_LAG = 10
 #: the kinds of alarm
 SLOWER, STRAGGLER = "slower", "straggler"
-#: an alarm's cause where its ranks' added wait for a CPU is most of the slowdown (:meth:`Alarms.busy`): other
+#: an alarm's cause where its ranks' added wait for a CPU is half of the slowdown or more (:meth:`Alarms.busy`): other
 #: work on the machine held its cores, not the training's own change
 BUSY = "busy machine"
 #: the share of a slowdown's added time (its point estimate) the added wait for a CPU must reach over its whole
@@ -117,7 +117,7 @@ class Alarm:
     #: the added wait for a CPU a step, ms, (point, low, high): the job's ranks' against the run's start, or the
     #: straggler's against the other ranks'; None where the ranks did not say (no schedstat)
     waited: tuple[float, float, float] | None = None
-    #: :data:`BUSY` where that wait is most of the slowdown, else None
+    #: :data:`BUSY` where that wait is half of the slowdown or more, else None
     cause: str | None = None
 
     @property
@@ -141,8 +141,9 @@ class Alarm:
         point, low, high = self.waited
         whom = "it waited for a CPU" if self.kind == STRAGGLER else "its ranks waited for a CPU"
         than = "the other ranks" if self.kind == STRAGGLER else "at its start"
-        return (f"; {whom} {point:+.2f} ms a step ({low:+.2f} to {high:+.2f}) more than {than}, most of the "
-                "slowdown: other work on this machine held its cores (a busy machine, not the training's own change)")
+        return (f"; {whom} {point:+.2f} ms a step ({low:+.2f} to {high:+.2f}) more than {than}, half of the "
+                "slowdown or more: other work on this machine held its cores (a busy machine, not the training's own "
+                "change)")
 
     @property
     def where(self) -> str:
