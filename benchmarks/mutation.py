@@ -55,6 +55,7 @@ except ModuleNotFoundError:  # Python 3.10
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import ended  # noqa: E402  (a sibling module)
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from written import check_out, write_out  # noqa: E402
 
@@ -153,10 +154,13 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     found = statuses(copy / "mutants")
     if finished(found):  # a group a resumed run already finished is read, not run again: its time stays its own
         return scores(found, table.get("equivalent", {}), group["modules"]), before, commit
-    started = time.monotonic()
-    try:
-        done = subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)],
-                              cwd=copy, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    started, said, code = time.monotonic(), work / f"{name}.stderr", 0
+    try:  # stopped (Ctrl-C, SIGTERM), mutmut is asked to end, and waited for (benchmarks/ended.py)
+        with open(said, "w") as stderr:
+            ended.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)], cwd=copy,
+                      env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+    except subprocess.CalledProcessError as failed:
+        code = failed.returncode
     finally:  # a run stopped here is resumed with the time it has spent
         wall = before + time.monotonic() - started
         spent.write_text(f"{wall:.0f}\n")
@@ -164,7 +168,7 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     if not finished(found):
         unchecked = sum(s == "not checked" for s in found.values())
         sys.exit(f"group {name}: mutmut made {len(found)} mutants and left {unchecked} unchecked (exit "
-                 f"{done.returncode}); nothing stored: {done.stderr.strip()[-2000:]}")
+                 f"{code}); nothing stored: {said.read_text().strip()[-2000:]}")
     return scores(found, table.get("equivalent", {}), group["modules"]), wall, commit
 
 

@@ -106,7 +106,7 @@ def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time
     meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0}}))
     (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
     (tmp_path / f"compare.{mutation.SECONDS}").write_text("1876\n")
-    monkeypatch.setattr(mutation.subprocess, "run", lambda *a, **k: pytest.fail(f"mutmut started again: {a}"))
+    monkeypatch.setattr(mutation.ended, "run", lambda *a, **k: pytest.fail(f"mutmut started again: {a}"))
     group = {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []}
     scored, wall, commit = mutation.run_group("compare", group, {"equivalent": {}}, 1, tmp_path)
     assert (wall, commit) == (1876.0, "ed930cd")
@@ -127,9 +127,8 @@ def test_a_group_left_part_way_is_run_on(tmp_path, monkeypatch):
     def mutmut(args, cwd, **kwargs):
         started.append(cwd)
         meta.write_text(json.dumps({"exit_code_by_key": {"ddpbench.analysis.history.compare.x_f__mutmut_1": 1}}))
-        return mutation.subprocess.CompletedProcess(args, 0, "", "")
 
-    monkeypatch.setattr(mutation.subprocess, "run", mutmut)
+    monkeypatch.setattr(mutation.ended, "run", mutmut)
     scored, _, _ = mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
                                       {"equivalent": {}}, 1, tmp_path)
     assert started == [tmp_path / "compare"]
