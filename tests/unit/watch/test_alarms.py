@@ -3,6 +3,7 @@ unchanged runs, the straggler named by its rank, a slowdown of the whole job by 
 
 import csv
 import re
+import sys
 
 import pytest
 
@@ -182,6 +183,16 @@ def test_an_alarm_row_says_its_cause():
     busy = Alarm(549, None, SLOWER, None, 0.3, 0.2, 0.4, since=500, waited=(3.0, 2.5, 3.5), cause=BUSY)
     assert busy.row()[ALARM_COLUMNS.index("cause")] == BUSY
     assert Alarm(549, 1, STRAGGLER, None, 0.3, 0.2, 0.4).row()[ALARM_COLUMNS.index("cause")] == ""
+
+
+def test_the_looks_import_nothing_heavy_while_the_job_trains(monkeypatch):
+    """A watch looks on the ranks' machine while they train: scipy.stats's import at the first look took the
+    ranks' cores and slowed unchanged runs there, a slowdown the next looks could call (benchmarks/watch_alarms.py's
+    slowest spell). Every look, a straggler's and a slower phase's included, runs without it."""
+    for name in [n for n in sys.modules if n.split(".")[0] == "scipy"] + ["scipy", "scipy.stats", "scipy.special"]:
+        monkeypatch.setitem(sys.modules, name, None)  # an import of it raises ImportError
+    raised = feed(ddp_run(0, slow_rank=1)) + feed(ddp_run(1, slow_phase="data_ms", factor=1.4))
+    assert {a.kind for a in raised} == {STRAGGLER, SLOWER}
 
 
 def test_a_change_below_a_tenth_is_not_called():

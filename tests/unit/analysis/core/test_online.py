@@ -40,3 +40,16 @@ def test_too_few_values_for_the_confidence_asked_make_no_interval():
 def test_nan_is_no_value_and_an_empty_side_no_shift():
     assert shift_interval([1.0, math.nan, 2.0], [3.0, 4.0], 0.5)[0] == pytest.approx(2.0)
     assert all(math.isnan(x) for x in shift_interval([], [1.0], 0.9))
+
+
+@pytest.mark.parametrize("confidence", [0.5, 0.95, 1 - 0.05 * 6 / (math.pi ** 2 * 30 ** 2)])
+def test_the_interval_s_ends_are_the_mann_whitney_order_statistics(confidence):
+    """The ends are the k-th smallest and largest pairwise differences, k from the normal quantile at the
+    confidence asked (here scipy's, the look's own is the standard library's), down to a 30th look's."""
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(3)
+    before, after = rng.normal(0, 1, 300), rng.normal(0.2, 1, 100)
+    diffs = np.sort((after[None, :] - before[:, None]).ravel())
+    k = math.floor(300 * 100 / 2 - norm.isf((1 - confidence) / 2) * math.sqrt(300 * 100 * 401 / 12))
+    assert shift_interval(before, after, confidence)[1:] == (diffs[k], diffs[-1 - k])
