@@ -1,7 +1,7 @@
 """Do a watched run's alarms hold? Unchanged runs, a straggler and a slower phase, each watched as a user would.
 
     python benchmarks/watch_alarms.py [--runs 20] [--steps 1500] [--onset-from 400 --onset-to 900]
-                                      [--scripts lm,cnn] [--out FILE.md]
+                                      [--scripts lm,cnn] [--conditions unchanged,...] [--keep DIR] [--out FILE.md]
 
 Each run is ``python -m ddpbench watch -- torchrun --standalone --nproc_per_node=2 SCRIPT`` on one of the
 plain DDP scripts (``experiments/watch/train_lm.py``, ``experiments/scripts/train_cnn.py``: nothing of
@@ -25,6 +25,12 @@ ones (:func:`wrong`: any alarm of an unchanged run, any before the onset, anothe
 named), of those the ones that name a busy machine as their cause (the ranks' added wait for a CPU most of
 the slowdown: other work on the machine, not the script), the runs called in time and the median steps from
 the onset to the call, with the machine's load before and after; each false or wrong alarm's words follow.
+Whatever was called, each run's slowest spell is measured too (:func:`slowest_spell`): the most the job's step,
+as a median over 50 steps in a row, rose above its baseline's, and where that spell ended; a spell that ends
+at the same step run after run is something the run itself does there (a watch's first look that took the
+ranks' cores did). Each run's line on the console gives its spell and the share of the CPU the hypervisor
+took while it ran (steal, ``/proc/stat``).
+``--keep DIR`` keeps each run's watch folder (its stream, alarms and traces) under DIR, a new folder.
 """
 
 from __future__ import annotations
@@ -40,14 +46,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from ended import run, stop_with_term  # noqa: E402
 from scale import machine  # noqa: E402  (a sibling benchmark)
-from written import check_out, emit  # noqa: E402
+from written import check_out, emit, refuse  # noqa: E402
 
-from ddpbench.watch.alarms import BUSY  # noqa: E402
+from ddpbench.watch.alarms import BASELINE_FROM, BASELINE_STEPS, BUSY  # noqa: E402
+from ddpbench.watch.stream import STREAM_FILE  # noqa: E402
 
 ROOT = HERE.parent
 HEADER = "<!-- written by benchmarks/watch_alarms.py -->"
@@ -58,10 +67,12 @@ CONDITIONS = ("unchanged", "straggler", "data", "busy")
 HOGS = 1
 #: the steps from the onset within which a call is in time
 IN_TIME = 300
+#: the steps of a spell (:func:`slowest_spell`)
+SPELL = 50
 
 
-def run_once(script: str, condition: str, steps: int, onset: int, work: Path) -> list[dict]:
-    """One watched run; its alarms (alarms.csv's rows)."""
+def run_once(script: str, condition: str, steps: int, onset: int, work: Path) -> tuple[list[dict], tuple]:
+    """One watched run; its alarms (alarms.csv's rows) and its :func:`slowest_spell`."""
     path, steps_flag = SCRIPTS[script]
     # train_cnn.py counts epochs: ten of a tenth of the steps each (32 samples a rank a step, two ranks)
     args = [steps_flag, str(steps)] if steps_flag else ["--epochs", "10", "--samples", str(64 * steps // 10),
@@ -78,7 +89,23 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
          "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path), *args], env=env, cwd=work,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out / "alarms.csv", newline="") as f:
-        return list(csv.DictReader(f))
+        return list(csv.DictReader(f)), slowest_spell(out / STREAM_FILE)
+
+
+def slowest_spell(stream: Path) -> tuple[float, int]:
+    """(ratio, step): the run's slowest :data:`SPELL` steps, whatever was called: the most the median of the job's
+    step (its slowest rank's) over :data:`SPELL` steps in a row rose above its median over the baseline's steps,
+    and the step that spell ended at."""
+    steps = pd.read_csv(stream, usecols=["rank", "step", "step_ms"]).groupby("step")["step_ms"].max()
+    base = steps.loc[BASELINE_FROM:BASELINE_FROM + BASELINE_STEPS - 1].median()
+    rolled = steps.rolling(SPELL).median() / base
+    return float(rolled.max()), int(rolled.idxmax())
+
+
+def cpu_times() -> list[int]:
+    """The machine's CPU time so far by state, /proc/stat's first line (user, nice, system, idle, iowait, irq,
+    softirq, steal: the hypervisor's, ...), in ticks."""
+    return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
 
 
 def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
@@ -115,30 +142,49 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--onset-from", type=int, default=400)
     parser.add_argument("--onset-to", type=int, default=900)
     parser.add_argument("--scripts", default="lm,cnn")
+    parser.add_argument("--conditions", default=",".join(CONDITIONS), help="of " + ", ".join(CONDITIONS))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--keep", type=Path, help="a new folder to keep each run's watch folder in")
     parser.add_argument("--out", type=Path, help="the table to write (.md): a new file, or one this script wrote")
     args = parser.parse_args(argv)
+    conditions = args.conditions.split(",")
+    if set(conditions) - set(CONDITIONS):
+        refuse(f"--conditions: {args.conditions!r}: each is one of {', '.join(CONDITIONS)}")
     if args.out:
         check_out(args.out, HEADER)
+    if args.keep:
+        if args.keep.exists() or args.keep.is_symlink():
+            refuse(f"--keep: {args.keep} exists; give a new folder")
+        args.keep.mkdir(parents=True)
     draw = random.Random(args.seed)
     load_before = os.getloadavg()
     found: dict[tuple[str, str], list[tuple[int, list[dict], int | None]]] = {}
-    with tempfile.TemporaryDirectory(prefix="ddpbench-watch-alarms-") as work:
+    spells: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    with tempfile.TemporaryDirectory(prefix="ddpbench-watch-alarms-") as temporary:
+        work = args.keep.resolve() if args.keep else Path(temporary)
         for i in range(args.runs):
             for script in args.scripts.split(","):
                 for condition in CONDITIONS:
-                    onset = draw.randint(args.onset_from, args.onset_to)
-                    alarms = run_once(script, condition, args.steps, onset, Path(work))
+                    onset = draw.randint(args.onset_from, args.onset_to)  # drawn for each: the same onsets
+                    if condition not in conditions:
+                        continue
+                    before = cpu_times()
+                    alarms, spell = run_once(script, condition, args.steps, onset, work)
+                    spent = [b - a for a, b in zip(before, cpu_times())]
                     found.setdefault((script, condition), []).append((onset, alarms, in_time(condition, alarms,
                                                                                              onset)))
-                    print(f"run {i + 1}: {script} {condition} onset {onset}: {len(alarms)} alarm(s)", flush=True)
+                    spells.setdefault((script, condition), []).append(spell)
+                    print(f"run {i + 1}: {script} {condition} onset {onset}: {len(alarms)} alarm(s), slowest "
+                          f"spell {spell[0]:.2f}x to step {spell[1]}, {100 * spent[7] / max(1, sum(spent)):.1f} % "
+                          "of the CPU stolen", flush=True)
     lines = [HEADER, "", f"`python benchmarks/watch_alarms.py {' '.join(argv if argv is not None else sys.argv[1:])}`, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}", "", machine(ROOT),
              f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
              "| script | condition | runs | alarms | false or wrong alarms (runs with one) | of them, a busy machine "
-             "named | called in time | steps to the call (median) |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"named | called in time | steps to the call (median) | slowest spell: {SPELL} steps' median against "
+             "the baseline's (median of runs, most) | where it ended (median step) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     said = []
     for (script, condition), runs in found.items():
         late = [t for _, _, t in runs if t is not None]
@@ -147,7 +193,10 @@ def main(argv: list[str] | None = None) -> None:
                      f"({sum(bool(wrong(condition, a, o)) for o, a, _ in runs)}) | "
                      f"{sum(a.get('cause') == BUSY for _, a in bad)} | "
                      f"{'-' if condition == 'unchanged' else f'{len(late)} of {len(runs)}'} | "
-                     f"{statistics.median(late) if late else '-'} |")
+                     f"{statistics.median(late) if late else '-'} | "
+                     f"{statistics.median(r for r, _ in spells[script, condition]):.2f}x, "
+                     f"{max(r for r, _ in spells[script, condition]):.2f}x | "
+                     f"{statistics.median(e for _, e in spells[script, condition]):g} |")
         said += [f"- {script}, {condition}" + ("" if condition == "unchanged" else f" from step {onset}") +
                  f": at step {a['step']}, {a['words']}" for onset, a in bad]
     if said:
