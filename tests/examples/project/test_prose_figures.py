@@ -765,6 +765,21 @@ def traces_benchmark() -> dict:
     return out
 
 
+def watch_alarms_benchmark() -> dict:
+    """benchmarks/watch_alarms.md (one run of benchmarks/watch_alarms.py): the runs of the planted conditions and
+    those called in time (``in_time`` of ``planted``), the unchanged runs and those with a false alarm
+    (``false_runs`` of ``unchanged``), over both scripts."""
+    text = (ROOT / "benchmarks" / "watch_alarms.md").read_text(encoding="utf-8")
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| script")]
+    planted = [r for r in rows if r[1] != "unchanged"]
+    unchanged = [r for r in rows if r[1] == "unchanged"]
+    return {"planted": str(sum(int(r[2]) for r in planted)),
+            "in_time": str(sum(int(r[6].split(" of ")[0]) for r in planted)),
+            "unchanged": str(sum(int(r[2]) for r in unchanged)),
+            "false_runs": str(sum(int(r[4].split("(")[1].rstrip(")")) for r in unchanged))}
+
+
 def calibration_cpu() -> dict:
     """The calibration: its table (``calibration.md``, written by benchmarks/interval_calibration.py),
     its launches (``results.jsonl``), and the simulation's settings (the benchmark's own constants)."""
@@ -1031,7 +1046,7 @@ DERIVED = {"const": constants, "quick": quick_cpu, "frameworks": frameworks_cpu,
            "gate3": gate_held_out, "whatif": whatif, "bands": bands, "calib": calibration_cpu,
            "calib2": calibration_held_out,
            "history": history_cpu, "ab": ab_calibration, "sim": simulated, "tb": traces_benchmark,
-           "tk": h100_trace_kernels}
+           "tk": h100_trace_kernels, "wa": watch_alarms_benchmark}
 
 
 @functools.cache
@@ -1368,6 +1383,9 @@ QUOTES: list[tuple[str, str]] = [
     ("docs/watch.md", "The baseline is the run's steps {const[watch_from]} to {const[watch_to]} (the warm-up before it "
                       "left out); every {const[watch_look]} steps after it, each series' latest {const[watch_recent]} "
                       "steps are set against it"),
+    ("docs/watch.md", "the straggler, the slower data phase and the busy machine were called in time in "
+                      "{wa[in_time]} of {wa[planted]} runs; but {wa[false_runs]} of {wa[unchanged]} unchanged runs "
+                      "raised an alarm"),
     ("docs/watch.md", "Where the added wait, over its whole {const[watch_busy]} % interval, is at least half of "
                       "what the step"),
     ("docs/watch.md", "The looks share a false-alarm rate of {const[watch_alpha]} % a run for each series: look k is "
