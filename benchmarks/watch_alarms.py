@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import os
 import random
 import statistics
@@ -95,11 +96,11 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
 def slowest_spell(stream: Path) -> tuple[float, int]:
     """(ratio, step): the run's slowest :data:`SPELL` steps, whatever was called: the most the median of the job's
     step (its slowest rank's) over :data:`SPELL` steps in a row rose above its median over the baseline's steps,
-    and the step that spell ended at."""
+    and the step that spell ended at; (NaN, -1) for a run too short to have a baseline and a spell."""
     steps = pd.read_csv(stream, usecols=["rank", "step", "step_ms"]).groupby("step")["step_ms"].max()
     base = steps.loc[BASELINE_FROM:BASELINE_FROM + BASELINE_STEPS - 1].median()
-    rolled = steps.rolling(SPELL).median() / base
-    return float(rolled.max()), int(rolled.idxmax())
+    rolled = (steps.rolling(SPELL).median() / base).dropna()
+    return (float(rolled.max()), int(rolled.idxmax())) if len(rolled) else (math.nan, -1)
 
 
 def cpu_times() -> list[int]:

@@ -1,10 +1,13 @@
 """benchmarks/watch_alarms.py runs as written: a few short watched runs of each condition, and its table."""
 
+import math
 import os
 import signal
 import subprocess
 import sys
 import uuid
+
+import pytest
 
 from ddpbench.testing import MARK, ROOT, marked, wait_for
 from ddpbench.testing.scripts import load_benchmark
@@ -72,3 +75,33 @@ def test_sigterm_of_the_benchmark_ends_the_watched_run_under_way(tmp_path):
         for proc in marked(mark):
             proc.kill()
     assert bench_run.returncode != 0 and not out.exists()
+
+
+def test_a_run_s_slowest_spell_is_found_where_it_ended(tmp_path):
+    """The job's step is its slowest rank's; a spell is the median of 50 steps in a row against the baseline's."""
+    stream = tmp_path / "steps.csv"
+    rows = ["rank,step,step_ms"]
+    for step in range(1500):
+        for rank in (0, 1):
+            slow = 600 <= step < 680 and rank == 1  # only rank 1 slower: the job waits for it
+            rows.append(f"{rank},{step},{(30.0 if slow else 20.0 - rank) + (step % 3) * 0.1}")
+    stream.write_text("\n".join(rows) + "\n")
+    ratio, ended = bench.slowest_spell(stream)
+    assert ratio == pytest.approx(30.1 / 20.1, rel=0.01)
+    assert 625 <= ended <= 704  # the 50 steps' median is the spell's from its 26th step to 25 steps past its end
+
+
+def test_a_short_run_has_no_spell_to_measure(tmp_path):
+    stream = tmp_path / "steps.csv"
+    stream.write_text("rank,step,step_ms\n" + "".join(f"0,{s},20.0\n" for s in range(40)))
+    ratio, ended = bench.slowest_spell(stream)
+    assert math.isnan(ratio) and ended == -1
+
+
+def test_an_existing_keep_folder_or_an_unknown_condition_is_refused_in_one_line(tmp_path, capsys):
+    for argv, said in ((["--keep", str(tmp_path)], f"--keep: {tmp_path} exists; give a new folder"),
+                       (["--conditions", "unchanged,slow"], "--conditions: 'unchanged,slow': each is one of")):
+        with pytest.raises(SystemExit) as ended:
+            bench.main(argv)
+        err = capsys.readouterr().err.strip()
+        assert ended.value.code == 2 and len(err.splitlines()) == 1 and err.startswith(said)
