@@ -43,7 +43,7 @@ from scipy.special import stdtrit  # Student's t quantile: what scipy.stats.t.pp
 
 from ddpbench.audit.budget import slowest_window
 from ddpbench.audit.records import Records, read
-from ddpbench.experiment.script_names import script_label, script_labels
+from ddpbench.experiment.script_names import script_labels
 from ddpbench.experiment.spec import FIELDS
 from ddpbench.results.schema import TIMED_PHASES
 from ddpbench.workloads.registry import model_label
@@ -126,8 +126,7 @@ def karp_flatt(speedup: float, p: int) -> float:
 
 
 def model_of(row) -> str:
-    if row.get("script"):
-        return script_label(str(row["script"]), str(row.get("script_args", "") or ""))
+    """A job's model label; a script job's label is its script's (:func:`derive`, from all the folder's scripts)."""
     return model_label(str(row["model"]), str(row["model_size"]), str(row.get("model_args", "") or ""))
 
 

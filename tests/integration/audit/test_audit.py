@@ -248,3 +248,13 @@ def test_the_gain_s_lower_end_in_words_is_held_to_the_records():
     assert check_gain_low(fig, Claim(line.format("28.8"), "c7247dbde368")) == []
     found = check_gain_low(fig, Claim(line.format("24.0"), "c7247dbde368"))
     assert [p.kind for p in found] == ["interval"] and "nearest 28.7" in found[0].expected
+
+
+def test_a_script_job_is_named_by_its_script_as_its_page_names_it():
+    """A user's script job is named by its script, not by the model fields its record holds by default
+    (script-cpu's say mlp): a sentence naming the job is checked against that name. Each job of the folder
+    as its own page names it in the diagnosis (label ws=N)."""
+    fig = derive(EXAMPLES / "script-cpu")
+    page = (EXAMPLES / "script-cpu" / "index.html").read_text(encoding="utf-8")
+    named = [f"{r['label']} ws={int(r['world_size'])}" for _, r in fig.ok().iterrows()]
+    assert named and all(n.startswith("train_cnn.py ") and n in page for n in named), named
