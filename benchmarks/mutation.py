@@ -28,7 +28,9 @@ A whole run takes hours on two cores (benchmarks/mutation.md gives each group's 
 may hold the machine: ``--resume DIR`` goes on with a run kept in ``DIR`` (``--keep``) and stopped part way. Each
 group's copy there is used as it stands, at the commit it was staged from (kept beside it in ``COMMIT``), its
 checked mutants' results kept (mutmut checks only the rest) and its wall time added up (``SECONDS``); a group
-with no copy yet is staged from HEAD as it starts.
+with no copy yet is staged from HEAD as it starts. At a group's end each mutant its run recorded as surviving is
+run again alone (``mutmut run NAME ...``), and that result is kept (the survivors so run are listed in ``ALONE``):
+a group's run has recorded survivors that a run of each alone kills.
 """
 
 from __future__ import annotations
@@ -121,6 +123,8 @@ def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) 
 
 #: beside a group's copy: the commit it was staged from, and the seconds mutmut has run in it (``--resume``)
 COMMIT, SECONDS = "COMMIT", "SECONDS"
+#: the file beside a group's copy that says its survivors were run again alone (:func:`run_group`)
+ALONE = "ALONE"
 
 
 def staged(root: Path, into: Path, group: dict) -> tuple[Path, str]:
@@ -151,21 +155,36 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     spent = work / f"{name}.{SECONDS}"
     before = float(spent.read_text()) if spent.is_file() else 0.0
+    alone = work / f"{name}.{ALONE}"
     found = statuses(copy / "mutants")
-    if finished(found):  # a group a resumed run already finished is read, not run again: its time stays its own
+    if finished(found) and alone.is_file():  # a group a resumed run finished is read, not run again: its time stays
         return scores(found, table.get("equivalent", {}), group["modules"]), before, commit
     started, said, code = time.monotonic(), work / f"{name}.stderr", 0
-    try:  # stopped (Ctrl-C, SIGTERM), mutmut is asked to end, and waited for (benchmarks/ended.py)
+
+    def mutmut(*args: str) -> int:  # stopped (Ctrl-C, SIGTERM), mutmut is asked to end and waited for (ended.py)
+        try:
+            ended.run([sys.executable, "-m", "mutmut", "run", *args], cwd=copy, env=env, stdout=subprocess.DEVNULL,
+                      stderr=stderr)
+        except subprocess.CalledProcessError as failed:
+            return failed.returncode
+        return 0
+
+    try:
         with open(said, "w") as stderr:
-            ended.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children)], cwd=copy,
-                      env=env, stdout=subprocess.DEVNULL, stderr=stderr)
-    except subprocess.CalledProcessError as failed:
-        code = failed.returncode
+            if not finished(found):
+                code = mutmut("--max-children", str(max_children))
+            # a group's run has recorded as surviving mutants that a run of each alone kills (mutants of a function
+            # whose every mapped test fails on them by hand): each survivor is run again alone, and its result kept
+            found = statuses(copy / "mutants")
+            survivors = sorted(k for k, status in found.items() if status == "survived")
+            if finished(found):
+                code = mutmut(*survivors) if survivors else code
+                alone.write_text("".join(f"{k}\n" for k in survivors))
     finally:  # a run stopped here is resumed with the time it has spent
         wall = before + time.monotonic() - started
         spent.write_text(f"{wall:.0f}\n")
     found = statuses(copy / "mutants")
-    if not finished(found):
+    if not finished(found) or not alone.is_file():
         unchecked = sum(s == "not checked" for s in found.values())
         sys.exit(f"group {name}: mutmut made {len(found)} mutants and left {unchecked} unchecked (exit "
                  f"{code}); nothing stored: {said.read_text().strip()[-2000:]}")

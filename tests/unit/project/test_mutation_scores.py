@@ -106,6 +106,7 @@ def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time
     meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0}}))
     (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
     (tmp_path / f"compare.{mutation.SECONDS}").write_text("1876\n")
+    (tmp_path / f"compare.{mutation.ALONE}").write_text(name(2) + "\n")  # its survivor already run alone
     monkeypatch.setattr(mutation.ended, "run", lambda *a, **k: pytest.fail(f"mutmut started again: {a}"))
     group = {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []}
     scored, wall, commit = mutation.run_group("compare", group, {"equivalent": {}}, 1, tmp_path)
@@ -133,6 +134,42 @@ def test_a_group_left_part_way_is_run_on(tmp_path, monkeypatch):
                                       {"equivalent": {}}, 1, tmp_path)
     assert started == [tmp_path / "compare"]
     assert scored["ddpbench/analysis/history/compare.py"]["killed"] == 1
+
+
+def test_a_group_s_survivors_are_run_again_alone_and_a_kill_then_counts(tmp_path, monkeypatch):
+    """The group's run recorded as surviving mutants that a run of each alone kills: at a group's end (or on
+    --resume of a group finished before), each survivor is run again by name, and only those."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed (the mutation extra)")
+    meta = tmp_path / "compare" / "mutants" / "ddpbench" / "analysis" / "history" / "compare.py.meta"
+    meta.parent.mkdir(parents=True)
+    name = "ddpbench.analysis.history.compare.x_f__mutmut_{}".format
+    meta.write_text(json.dumps({"exit_code_by_key": {name(1): None, name(2): None, name(3): None}}))
+    (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
+    asked = []
+
+    def mutmut(args, cwd, **kwargs):
+        asked.append(args[4:])  # after python -m mutmut run
+        if args[4:5] == ["--max-children"]:  # the group's run: 1 killed, 2 and 3 recorded as surviving
+            meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0, name(3): 0}}))
+        else:  # alone, 2 is killed and 3 survives
+            meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 1, name(3): 0}}))
+
+    monkeypatch.setattr(mutation.ended, "run", mutmut)
+    scored, _, _ = mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
+                                      {"equivalent": {}}, 2, tmp_path)
+    assert asked == [["--max-children", "2"], [name(2), name(3)]]
+    row = scored["ddpbench/analysis/history/compare.py"]
+    assert (row["killed"], row["survived"]) == (2, 1)
+    asked.clear()  # resumed, the group is read as it stands
+    mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
+                       {"equivalent": {}}, 2, tmp_path)
+    assert asked == []
+    # a group finished by a run that did not run its survivors alone (or was stopped while it did): only those
+    (tmp_path / f"compare.{mutation.ALONE}").unlink()
+    meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0, name(3): 0}}))
+    mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
+                       {"equivalent": {}}, 2, tmp_path)
+    assert asked == [[name(2), name(3)]]
 
 
 def stored_table(tmp_path, runs, modules):
