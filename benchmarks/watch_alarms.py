@@ -27,8 +27,8 @@ the slowdown: other work on the machine, not the script), the runs called in tim
 the onset to the call, with the machine's load before and after; each false or wrong alarm's words follow.
 Whatever was called, each run's slowest spell is measured too (:func:`slowest_spell`): the most the job's step,
 as a median over 50 steps in a row, rose above its baseline's, and where that spell ended; a spell that ends
-at the same step run after run is something the run itself does there (a watch's first look that took the
-ranks' cores did). Each run's line on the console gives its spell and the share of the CPU the hypervisor
+at the same step run after run is something the run itself does there (a look of the watch that took the
+ranks' cores would show so). Each run's line on the console gives its spell and the share of the CPU the hypervisor
 took while it ran (steal, ``/proc/stat``).
 ``--keep DIR`` keeps each run's watch folder (its stream, alarms and traces) under DIR, a new folder.
 """

@@ -39,7 +39,7 @@ def shift_interval(before, after, confidence: float) -> tuple[float, float, floa
     reach it, all three NaN where either is empty. NaNs are not values.
 
     Nothing here imports scipy: a watch makes its first look while the job trains, on the ranks' machine, and
-    scipy.stats's import taken then from the ranks' cores slowed the very job it watched."""
+    scipy.stats's import taken then from the ranks' cores would slow the very job it watches."""
     a = np.asarray(before, dtype=float)
     b = np.asarray(after, dtype=float)
     a, b = a[np.isfinite(a)], b[np.isfinite(b)]
