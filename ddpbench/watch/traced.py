@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
+
+from ddpbench.owner import owned_command
 
 #: the steps a trace records (after one of the profiler's warm-up)
 TRACE_STEPS = 8
@@ -26,7 +27,8 @@ TRACE_STEPS = 8
 TRACE_AFTER = 20
 #: the traces a run records at most
 MAX_TRACES = 3
-#: the reader's priority (nice): the lowest, so that reading an alarm's traces never slows the job still training
+#: the reader's priority (nice, and its session's where the kernel groups by session: :func:`lowest`): the
+#: lowest, so that reading an alarm's traces never slows the job still training
 LOWEST = 19
 #: the folder, in the watch's, that holds each alarm's traces
 TRACES_DIR = "traces"
@@ -97,14 +99,32 @@ def answer_of(folder: Path) -> Path:
 
 def read(folder: Path) -> subprocess.Popen:
     """``python -m ddpbench traces FOLDER --out FOLDER-answer``, its console in ``FOLDER-answer.txt``; the
-    paths absolute (never taken for an option)."""
+    paths absolute (never taken for an option). Owned by the watch (it dies with it, ``kill -9`` included:
+    :mod:`ddpbench.owner`) and kept off the job's cores (:func:`lowest`)."""
     answer = answer_of(folder).resolve()
     log = open(answer.with_name(f"{answer.name}.txt"), "w")  # noqa: SIM115 (the reader's to hold until it ends)
-    process = subprocess.Popen([sys.executable, "-m", "ddpbench", "traces", str(folder.resolve()), "--out",
-                                str(answer), "--workers", "1"], stdout=log, stderr=subprocess.STDOUT)
+    command = owned_command("ddpbench", ["traces", str(folder.resolve()), "--out", str(answer), "--workers", "1"])
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                               start_new_session=True)
     log.close()
-    try:  # the job it reads is still training: never a core taken from it while it does
-        os.setpriority(os.PRIO_PROCESS, process.pid, LOWEST)
-    except OSError:  # it ended already
-        pass
+    lowest(process.pid)
     return process
+
+
+def lowest(pid: int) -> None:
+    """Process ``pid`` (the leader of a session of its own) at the lowest priority against every other session's.
+
+    A nice value weighs a process only against the others of its own session where the kernel groups the
+    scheduler by session (``/proc/sys/kernel/sched_autogroup_enabled``, on by default on desktop and many cloud
+    kernels): torchrun starts each rank in a session of its own, so a reader at nice 19 in the watch's session
+    would still take a third of a 2-core machine from two ranks. Its session's own group is set to :data:`LOWEST`
+    too (``/proc/PID/autogroup``) where the kernel has one."""
+    try:  # the job it reads is still training: never a core taken from it while it does
+        os.setpriority(os.PRIO_PROCESS, pid, LOWEST)
+    except OSError:  # it ended already
+        return
+    try:
+        with open(f"/proc/{pid}/autogroup", "w") as group:
+            group.write(str(LOWEST))
+    except OSError:  # no autogroup here (or it ended): the nice value is all there is
+        pass

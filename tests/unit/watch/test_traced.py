@@ -1,6 +1,7 @@
 """A trace at the moment it matters: every connected rank asked once an alarm is raised, the traces bounded in
 number, the reader started only once every rank asked has written its trace, and what was never written said."""
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,18 +97,54 @@ def test_the_answer_lies_beside_the_traces_never_among_them():
     assert answer_of(Path("/w/traces/alarm-3")) == Path("/w/traces/alarm-3-answer")
 
 
-def test_the_reader_runs_at_the_lowest_priority_so_the_job_keeps_its_cores(tmp_path, monkeypatch):
-    started, set_to = [], []
+def test_the_reader_runs_owned_in_a_session_of_its_own_at_the_lowest_priority(tmp_path, monkeypatch):
+    started, lowered = [], []
 
     class Started:  # the reader's process as started
         pid = 4242
 
         def __init__(self, command, **kwargs):
-            started.append(command)
+            started.append((command, kwargs))
 
     monkeypatch.setattr(traced.subprocess, "Popen", Started)
-    monkeypatch.setattr(traced.os, "setpriority", lambda which, pid, value: set_to.append((which, pid, value)))
+    monkeypatch.setattr(traced, "lowest", lowered.append)
     (tmp_path / "alarm-1").mkdir()
     traced.read(tmp_path / "alarm-1")
-    assert started[0][1:4] == ["-m", "ddpbench", "traces"]
+    (command, kwargs), = started
+    assert command[1:3] == ["-m", "ddpbench.owner"] and command[4:6] == ["ddpbench", "traces"]
+    assert command[3] == str(os.getpid())  # it dies with the watch
+    assert kwargs["start_new_session"] and lowered == [4242]
+
+
+def test_lowest_sets_the_process_and_its_session_s_group_where_the_kernel_has_one(monkeypatch):
+    set_to, written = [], {}
+
+    class Group:
+        def __init__(self, path, mode):
+            self.path = path
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def write(self, text):
+            written[self.path] = text
+
+    monkeypatch.setattr(traced.os, "setpriority", lambda which, pid, value: set_to.append((which, pid, value)))
+    monkeypatch.setattr("builtins.open", Group)
+    traced.lowest(4242)
     assert set_to == [(traced.os.PRIO_PROCESS, 4242, 19)] and traced.LOWEST == 19
+    assert written == {"/proc/4242/autogroup": "19"}
+
+
+def test_lowest_is_quiet_where_the_process_ended_or_the_kernel_has_no_groups(monkeypatch):
+    def gone(which, pid, value):
+        raise ProcessLookupError(pid)
+
+    monkeypatch.setattr(traced.os, "setpriority", gone)
+    traced.lowest(4242)  # ended already: nothing to lower
+    monkeypatch.setattr(traced.os, "setpriority", lambda *args: None)
+    monkeypatch.setattr("builtins.open", lambda *args: (_ for _ in ()).throw(FileNotFoundError(args[0])))
+    traced.lowest(4242)  # no /proc/PID/autogroup: the nice value is all there is
