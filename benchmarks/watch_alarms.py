@@ -25,7 +25,9 @@ ones (:func:`wrong`: any alarm of an unchanged run, any before the onset, anothe
 named), of those the ones that name a busy machine as their cause (the ranks' added wait for a CPU most of
 the slowdown: other work on the machine, not the script), the runs called in time and the median steps from
 the onset to the call, with the machine's load before and after; each false or wrong alarm's words follow.
-Whatever was called, each run's slowest spell is measured too (:func:`slowest_spell`): the most the job's step,
+Each call in time is checked against the trace its alarm left (:func:`traced`): both ranks' traces written and
+answered, and the answer naming what the alarm named (the rank the others waited for; the input pipeline). Whatever
+was called, each run's slowest spell is measured too (:func:`slowest_spell`): the most the job's step,
 as a median over 50 steps in a row, rose above its baseline's, and where that spell ended; a spell that ends
 at the same step run after run is something the run itself does there (a look of the watch that took the
 ranks' cores would show so). Each run's line on the console gives its spell and the share of the CPU the hypervisor
@@ -40,6 +42,7 @@ import csv
 import math
 import os
 import random
+import re
 import statistics
 import subprocess
 import sys
@@ -72,8 +75,8 @@ IN_TIME = 300
 SPELL = 50
 
 
-def run_once(script: str, condition: str, steps: int, onset: int, work: Path) -> tuple[list[dict], tuple]:
-    """One watched run; its alarms (alarms.csv's rows) and its :func:`slowest_spell`."""
+def run_once(script: str, condition: str, steps: int, onset: int, work: Path) -> tuple[list[dict], tuple, Path]:
+    """One watched run; its alarms (alarms.csv's rows), its :func:`slowest_spell` and its watch folder."""
     path, steps_flag = SCRIPTS[script]
     # train_cnn.py counts epochs: ten of a tenth of the steps each (32 samples a rank a step, two ranks)
     args = [steps_flag, str(steps)] if steps_flag else ["--epochs", "10", "--samples", str(64 * steps // 10),
@@ -90,7 +93,7 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
          "torch.distributed.run", "--standalone", "--nproc_per_node=2", str(path), *args], env=env, cwd=work,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(out / "alarms.csv", newline="") as f:
-        return list(csv.DictReader(f)), slowest_spell(out / STREAM_FILE)
+        return list(csv.DictReader(f)), slowest_spell(out / STREAM_FILE), out
 
 
 def slowest_spell(stream: Path) -> tuple[float, int]:
@@ -109,8 +112,8 @@ def cpu_times() -> list[int]:
     return [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
 
 
-def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
-    """The steps from the onset to the call the condition needs, or None where it was not made in time."""
+def calling(condition: str, alarms: list[dict], onset: int) -> dict | None:
+    """The first alarm that makes the call the condition needs within :data:`IN_TIME` steps of the onset, or None."""
     if condition == "straggler":
         called = [a for a in alarms if a["kind"] == "straggler" and a["rank"] == "1"]
     elif condition == "data":
@@ -119,8 +122,38 @@ def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
         called = [a for a in alarms if a.get("cause") == BUSY]
     else:
         return None
-    late = [int(a["step"]) - onset for a in called if 0 <= int(a["step"]) - onset <= IN_TIME]
-    return min(late) if late else None
+    late = [a for a in called if 0 <= int(a["step"]) - onset <= IN_TIME]
+    return min(late, key=lambda a: int(a["step"])) if late else None
+
+
+def in_time(condition: str, alarms: list[dict], onset: int) -> int | None:
+    """The steps from the onset to the call the condition needs, or None where it was not made in time."""
+    alarm = calling(condition, alarms, onset)
+    return None if alarm is None else int(alarm["step"]) - onset
+
+
+#: what a trace's answer says, in its console (``alarm-<n>-answer.txt``), where it names what was planted: the rank
+#: the others waited for; the input pipeline
+NAMES = {"straggler": r"the others wait for rank (\d+)", "data": r"^change: (idle: waiting for the input pipeline)"}
+
+
+def traced(condition: str, alarm: dict | None, out: Path) -> str | None:
+    """What the trace of a calling ``alarm`` (:func:`calling`) says of it: "same" where every rank's trace was
+    written (both ranks' files) and its answer names the planted rank or phase (:data:`NAMES`: rank 1, the input
+    pipeline); "other" where it was answered and names something else or nothing; "none" where the alarm has no
+    trace, or a rank's trace or the answer is missing. None where there is no call, or nothing to name (a busy
+    machine: a trace shows no wait for a CPU)."""
+    if alarm is None or condition not in NAMES:
+        return None
+    folder = out / alarm["trace"] if alarm.get("trace") else None
+    answer = folder.with_name(f"{folder.name}-answer.txt") if folder else None
+    if (folder is None or not all((folder / f"rank{r}.json.gz").is_file() for r in (0, 1))
+            or not answer.is_file() or not (folder.with_name(f"{folder.name}-answer") / "index.html").is_file()):
+        return "none"
+    named = re.search(NAMES[condition], answer.read_text(errors="replace"), re.MULTILINE)
+    if named is None:
+        return "other"
+    return "same" if condition != "straggler" or named.group(1) == alarm["rank"] else "other"
 
 
 def wrong(condition: str, alarms: list[dict], onset: int) -> list[dict]:
@@ -134,6 +167,14 @@ def wrong(condition: str, alarms: list[dict], onset: int) -> list[dict]:
     return [a for a in alarms if int(a["step"]) < onset or (a["kind"] == "straggler" and a["rank"] != "1")
             or (a["phase"] and a["phase"] != ("data_ms" if condition == "data" else a["phase"]))
             or a.get("cause") == BUSY]
+
+
+def trace_cell(verdicts: list[str | None]) -> str:
+    """The table's cell of the calls' traces (:func:`traced`): "3 of 4 (1, 0)", or "-" where none is to be named."""
+    said = [v for v in verdicts if v is not None]
+    if not said:
+        return "-"
+    return f"{said.count('same')} of {len(said)} ({said.count('other')}, {said.count('none')})"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -161,6 +202,7 @@ def main(argv: list[str] | None = None) -> None:
     load_before = os.getloadavg()
     found: dict[tuple[str, str], list[tuple[int, list[dict], int | None]]] = {}
     spells: dict[tuple[str, str], list[tuple[float, int]]] = {}
+    traces: dict[tuple[str, str], list[str | None]] = {}
     with tempfile.TemporaryDirectory(prefix="ddpbench-watch-alarms-") as temporary:
         work = args.keep.resolve() if args.keep else Path(temporary)
         for i in range(args.runs):
@@ -170,10 +212,12 @@ def main(argv: list[str] | None = None) -> None:
                     if condition not in conditions:
                         continue
                     before = cpu_times()
-                    alarms, spell = run_once(script, condition, args.steps, onset, work)
+                    alarms, spell, out = run_once(script, condition, args.steps, onset, work)
                     spent = [b - a for a, b in zip(before, cpu_times())]
                     found.setdefault((script, condition), []).append((onset, alarms, in_time(condition, alarms,
                                                                                              onset)))
+                    traces.setdefault((script, condition), []).append(traced(condition, calling(
+                        condition, alarms, onset), out))
                     spells.setdefault((script, condition), []).append(spell)
                     print(f"run {i + 1}: {script} {condition} onset {onset}: {len(alarms)} alarm(s), slowest "
                           f"spell {spell[0]:.2f}x to step {spell[1]}, {100 * spent[7] / max(1, sum(spent)):.1f} % "
@@ -183,9 +227,10 @@ def main(argv: list[str] | None = None) -> None:
              f"load average before: {' '.join(f'{x:.2f}' for x in load_before)}; after: "
              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", "",
              "| script | condition | runs | alarms | false or wrong alarms (runs with one) | of them, a busy machine "
-             f"named | called in time | steps to the call (median) | slowest spell: {SPELL} steps' median against "
-             "the baseline's (median of runs, most) | where it ended (median step) |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             f"named | called in time | steps to the call (median) | the call's trace: both ranks, its answer names "
+             f"the same (other, none) | slowest spell: {SPELL} steps' median against the baseline's (median of runs, "
+             "most) | where it ended (median step) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     said = []
     for (script, condition), runs in found.items():
         late = [t for _, _, t in runs if t is not None]
@@ -194,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
                      f"({sum(bool(wrong(condition, a, o)) for o, a, _ in runs)}) | "
                      f"{sum(a.get('cause') == BUSY for _, a in bad)} | "
                      f"{'-' if condition == 'unchanged' else f'{len(late)} of {len(runs)}'} | "
-                     f"{statistics.median(late) if late else '-'} | "
+                     f"{statistics.median(late) if late else '-'} | {trace_cell(traces[script, condition])} | "
                      f"{statistics.median(r for r, _ in spells[script, condition]):.2f}x, "
                      f"{max(r for r, _ in spells[script, condition]):.2f}x | "
                      f"{statistics.median(e for _, e in spells[script, condition]):g} |")

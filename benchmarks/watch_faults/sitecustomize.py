@@ -5,11 +5,14 @@ ddpbench watch's, which imports it): ``WATCH_FAULT`` in the environment says whi
   times as long (it sleeps (FACTOR - 1) times its own forward's time, times 3 for the backward, at the end of
   each forward: late to every all-reduce, as a throttled device is);
 * ``data:STEP:FACTOR``: from step STEP on, every rank's time between an optimizer step and the next forward is
-  longer by (FACTOR - 1) times the median step of its steps before STEP (a slower input pipeline). It sleeps
-  in a global forward pre-hook, as the DDP model's forward is called: global hooks run before the model's own,
-  so the sleep falls where a slow ``next(loader)`` would, between the optimizer's step and the forward. (Sleeping
-  in an optimizer post-hook instead lands inside the optimizer's step wherever the fault's hook is registered
-  before the watch's: the watch then rightly calls the optimizer phase slower.)
+  longer by (FACTOR - 1) times the median step of its steps before STEP (a slower input pipeline). Where the
+  script reads a ``DataLoader``, the loader's next batch sleeps (inside its ``enumerate(DataLoader)`` span, where
+  a profiler trace shows a slow input pipeline); where it has none (batches made by its own code), a global
+  forward pre-hook sleeps as the DDP model's forward is called: global hooks run before the model's own, so the
+  sleep falls where a slow ``next(batches)`` would, between the optimizer's step and the forward (a trace sees
+  host time outside any operator there). (Sleeping in an optimizer post-hook instead lands inside the
+  optimizer's step wherever the fault's hook is registered before the watch's: the watch then rightly calls the
+  optimizer phase slower.)
 * ``busy:STEP:HOGS``: from step STEP on, the machine is busy: rank 0 starts HOGS processes that spin on the CPU
   (a neighbour's work, nothing of the script's), each ending with its parent (it spins only while its parent is
   the one that started it: a rank killed, even by kill -9, leaves none behind).
@@ -40,9 +43,21 @@ def _plant() -> None:
         state["step"] += 1
         state["last"] = time.perf_counter()
 
-    def data(module, inputs):
-        if isinstance(module, DistributedDataParallel) and state["step"] >= int(args[0]) and state["steps"]:
+    def slower_input() -> None:
+        if state["step"] >= int(args[0]) and state["steps"]:
             time.sleep((float(args[1]) - 1.0) * statistics.median(state["steps"]))
+
+    def data(module, inputs):
+        if isinstance(module, DistributedDataParallel) and not state.get("loader"):
+            slower_input()
+
+    def loaded(next_data):
+        def next_batch(self):
+            state["loader"] = True  # the input pipeline is a DataLoader: it is the one made slower
+            slower_input()
+            return next_data(self)
+
+        return next_batch
 
     def busy(optimizer, a, kw):
         if state["step"] == int(args[0]) and rank == 0 and "hogs" not in state:
@@ -56,7 +71,11 @@ def _plant() -> None:
     if kind == "busy":
         register_optimizer_step_post_hook(busy)
     if kind == "data":
+        from torch.utils.data import dataloader
+
         register_module_forward_pre_hook(data)
+        for iterator in (dataloader._SingleProcessDataLoaderIter, dataloader._MultiProcessingDataLoaderIter):
+            iterator._next_data = loaded(iterator._next_data)
     if kind == "straggler" and rank == int(args[0]):
         forward = DistributedDataParallel.forward
 

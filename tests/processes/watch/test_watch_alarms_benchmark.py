@@ -105,3 +105,55 @@ def test_an_existing_keep_folder_or_an_unknown_condition_is_refused_in_one_line(
             bench.main(argv)
         err = capsys.readouterr().err.strip()
         assert ended.value.code == 2 and len(err.splitlines()) == 1 and err.startswith(said)
+
+
+def traced_run(tmp_path, ranks=(0, 1), answer="", page=True):
+    """A watch folder whose alarm-1 trace holds ``ranks``' files and whose answer's console says ``answer``."""
+    folder = tmp_path / "watch" / "traces" / "alarm-1"
+    folder.mkdir(parents=True)
+    for rank in ranks:
+        (folder / f"rank{rank}.json.gz").write_bytes(b"")
+    if answer is not None:
+        (folder.parent / "alarm-1-answer.txt").write_text(answer)
+    if page:
+        (folder.parent / "alarm-1-answer").mkdir()
+        (folder.parent / "alarm-1-answer" / "index.html").write_text("<html></html>")
+    return tmp_path / "watch"
+
+
+WAITED = ("change: waiting for the slowest rank, 5.77 ms a step (13.9 %): even out the ranks: the others wait for "
+          "rank {rank}, whose compute ends last in 8 of 8 steps\n")
+INPUT = "change: idle: waiting for the input pipeline, 9.10 ms a step (24.0 %): more DataLoader workers\n"
+BETWEEN = "change: idle: host between operators, 9.95 ms a step (25.7 %): the host is slow between operators\n"
+
+
+def test_a_call_s_trace_counts_only_where_both_ranks_wrote_and_its_answer_names_what_the_alarm_named(tmp_path):
+    straggler = {"kind": "straggler", "rank": "1", "phase": "", "step": "700", "trace": "traces/alarm-1"}
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "a", answer=WAITED.format(rank=1))) == "same"
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "b", answer=WAITED.format(rank=0))) == "other"
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "c", answer=BETWEEN)) == "other"
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "d", ranks=(0,),
+                                                           answer=WAITED.format(rank=1))) == "none"
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "e", answer=None)) == "none"
+    assert bench.traced("straggler", straggler, traced_run(tmp_path / "f", answer=WAITED.format(rank=1),
+                                                           page=False)) == "none"
+    assert bench.traced("straggler", {**straggler, "trace": ""}, tmp_path / "a" / "watch") == "none"
+    data = {"kind": "slower", "rank": "", "phase": "data_ms", "step": "700", "trace": "traces/alarm-1"}
+    assert bench.traced("data", data, traced_run(tmp_path / "g", answer=BETWEEN + INPUT)) == "same"
+    assert bench.traced("data", data, traced_run(tmp_path / "h", answer=BETWEEN)) == "other"
+    assert bench.traced("data", data, traced_run(tmp_path / "i", answer="the input pipeline is fine\n")) == "other"
+    assert bench.traced("data", None, tmp_path) is None  # no call in time
+    assert bench.traced("busy", {**data, "cause": bench.BUSY}, tmp_path / "g" / "watch") is None  # nothing to name
+
+
+def test_the_trace_cell_counts_the_calls_that_have_something_to_name():
+    assert bench.trace_cell(["same", "other", "none", None, "same"]) == "2 of 4 (1, 1)"
+    assert bench.trace_cell([None, None]) == "-"
+
+
+def test_the_calling_alarm_is_the_first_in_time():
+    straggler = [{"kind": "straggler", "rank": "1", "step": "800"}, {"kind": "straggler", "rank": "1", "step": "650"},
+                 {"kind": "straggler", "rank": "0", "step": "600"}]
+    assert bench.calling("straggler", straggler, 450) == straggler[1]
+    assert bench.calling("straggler", straggler, 100) is None  # both later than 300 steps
+    assert bench.calling("unchanged", straggler, 450) is None
