@@ -162,7 +162,7 @@ class Keeper:
                 out.step_start.append(float(e["ts"]))
                 out.step_end.append(float(e["ts"]) + float(e.get("dur") or 0.0))
                 out.step_tid.append(whole(e.get("tid")))
-            elif name.startswith(kinds.DATA_PREFIX):
+            elif name.startswith(kinds.DATA_PREFIX) or name == kinds.INPUT:
                 self._host(e, 0)
             elif name.startswith(kinds.HOST_COMM_PREFIXES):
                 op = name.split(":", 1)[1]

@@ -80,6 +80,12 @@ PREFIX = "ddpbench:"
 ALIGN = PREFIX + "align"
 STEP = PREFIX + "step"
 BACKWARD = PREFIX + "backward"
+#: a watched rank's data phase in the steps it traces on an alarm (:mod:`ddpbench.rank.script.watched`): from its
+#: last optimizer step to its next forward, where the script gets its next batch, whether from a DataLoader or from
+#: code of its own (a generator, a streaming dataset) that leaves no range of its own. Read as the input pipeline,
+#: as a DataLoader's ranges are (:data:`DATA_PREFIX`), so that a trace answers an alarm in the data phase in the
+#: same words
+INPUT = PREFIX + "input"
 
 #: the range PyTorch's profiler opens for every ``prof.step()``: the trace's steps
 STEP_PREFIX = "ProfilerStep#"

@@ -15,7 +15,10 @@ never stopped: every step is a measured one, every :data:`EVERY`-th is a phase s
 :class:`~ddpbench.rank.script.plan.Cycle`). A process that builds no DDP model (torchrun's agent, a data
 loader's worker) is patched and sends nothing. A phase step's row also says how long the rank's training thread
 waited for a CPU that other work held during it (``queued_ms``, :class:`~ddpbench.rank.timing.RunQueue`): what
-tells a step slowed by the machine's other load from one slowed by the training itself.
+tells a step slowed by the machine's other load from one slowed by the training itself. In the steps a rank
+traces on an alarm, its data phase is a profiler range of its own (:data:`~ddpbench.traces.kinds.INPUT`), so that
+the trace's reader answers a slower data phase as the input pipeline where the script's batches leave no
+DataLoader range.
 
 The rank connects to the collector when its DDP model is built (its rank is known then), and a
 :class:`Sender` thread sends its rows in batches. The rank never waits on the collector: a step's end
@@ -179,6 +182,7 @@ def _watched_class():
     from ddpbench.rank.script.plan import Cycle
     from ddpbench.rank.script.steps import BadScript
     from ddpbench.rank.timing import HostClock, RunQueue
+    from ddpbench.traces.kinds import INPUT
 
     class Watched(Instrument):
         """The instrument of a watched rank (module docstring): the script's own DDP settings, any device and
@@ -189,6 +193,7 @@ def _watched_class():
             self.address, self.secret = address, secret
             self.sender: Sender | None = None
             self.profiler = self.tracing = None  # a trace the collector asked for, under way
+            self._input = None  # a traced step's data phase as a range (:data:`INPUT`), open until its forward
             self.finished = False
             self.device = self.backend = None
             # the clock's marks are perf_counter_ns: a step's end on the wall clock is this offset on
@@ -293,6 +298,20 @@ def _watched_class():
             super().boundary(step)
             if self.run_queue is not None and self.kind == "phases":  # the phase step starts: its wait from here
                 self._queue_from = self.run_queue.waited_ns()
+            if self.profiler is not None and not self.done:  # a traced step: its data phase a range of its own
+                from torch.autograd.profiler import record_function
+
+                self._input = record_function(INPUT).__enter__()
+
+        def before_forward(self, module, args, kwargs):
+            self.end_input()
+            return super().before_forward(module, args, kwargs)
+
+        def end_input(self) -> None:
+            """The traced step's data phase ends (its forward starts, or the trace or the rank's watch ends)."""
+            if self._input is not None:
+                self._input, opened = None, self._input
+                opened.__exit__(None, None, None)
 
         def trace_at(self, step: int) -> None:
             """Between two steps: a trace the collector asked for started, stepped or ended (module docstring)."""
@@ -316,6 +335,7 @@ def _watched_class():
             elif self.profiler is not None:
                 self.profiler.step()
                 if step >= first + steps + 1:
+                    self.end_input()
                     self.profiler.stop()
                     self.profiler = self.tracing = None
 
@@ -342,6 +362,7 @@ def _watched_class():
             if self.sender is None or self.finished:
                 return
             self.finished = True
+            self.end_input()
             if self._fast is not None and self._spans:  # ended at its last optimizer step, not at this teardown
                 self._last_end = self._stepped_at
                 self.span_rows()

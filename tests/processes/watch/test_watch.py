@@ -2,6 +2,8 @@
 through, every rank's every step lands in the stream, and what cannot be watched says so in one line."""
 
 import csv
+import gzip
+import json
 import math
 import os
 import sys
@@ -278,6 +280,7 @@ def rows_so_far(out):
 
 
 def test_an_alarm_traces_every_rank_and_the_traces_are_answered(lm_watched):
+    from ddpbench.traces.kinds import INPUT
     from ddpbench.watch.traced import TRACE_STEPS
 
     done, out = lm_watched
@@ -290,6 +293,11 @@ def test_an_alarm_traces_every_rank_and_the_traces_are_answered(lm_watched):
     assert f"alarm 1's trace, 2 ranks: {out.resolve() / 'traces' / 'alarm-1-answer' / 'index.html'}" in done.stderr
     answer = (out / "traces" / "alarm-1-answer.txt").read_text()
     assert f"2 of 2 ranks, {TRACE_STEPS} steps" in answer
+    # each traced step's data phase is a range of its own: the input pipeline, where a generator leaves none
+    for rank in (0, 1):
+        with gzip.open(out / "traces" / "alarm-1" / f"rank{rank}.json.gz", "rt") as f:
+            events = json.load(f)["traceEvents"]
+        assert sum(e.get("name") == INPUT for e in events) == TRACE_STEPS, rank
     # the traced steps carry every step's phases in the stream too
     traced = [int(r["step"]) for r in rows(out) if r["rank"] == "0" and r["forward_ms"]]
     assert any(b - a == 1 for a, b in zip(traced, traced[1:]))

@@ -180,3 +180,24 @@ def test_a_cpu_trace_of_one_step(tmp_path):
     (row,) = job.steps.to_dict("records")
     assert (row["compute_ms"], row["compute_end_us"] - row["start_us"], row["collectives"]) == pytest.approx(
         (0.2, 350.0, 2))
+
+
+@pytest.mark.parametrize("data_range, idle_data_ms", [
+    ("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0.05),
+    (kinds.INPUT, 0.05),  # a watched rank's data phase (a generator's batches leave no DataLoader range)
+    ("ddpbench:data", 0.0),  # a sweep's own phase range: drawn, not read as the input pipeline
+    ("my_code", 0.0),  # a range of the script's own: the host between operators
+])
+def test_a_watched_step_s_data_phase_is_read_as_the_input_pipeline(tmp_path, data_range, idle_data_ms):
+    """The step thread's range 0-100 µs of each step, gloo's broadcast 0-50 in it: the idle 50-100 µs is waiting for
+    the input pipeline where the range is a DataLoader's or the watch's data phase, else the host between
+    operators."""
+    trace = _cpu_trace(0)
+    for event in trace["traceEvents"]:
+        if event["name"] == "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__":
+            event["name"] = data_range
+    write_trace(tmp_path / "rank0.json", trace)
+    (job,) = read_folder(tmp_path, workers=1)
+    steps = job.steps.sort_values("step")
+    assert steps["idle_data_ms"].tolist() == pytest.approx([idle_data_ms] * 4, abs=1e-9)
+    assert (steps["idle_data_ms"] + steps["idle_other_ms"]).tolist() == pytest.approx([0.3, 0.3, 0.5, 0.5], abs=1e-9)
