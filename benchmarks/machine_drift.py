@@ -48,6 +48,8 @@ HEADER = "<!-- written by benchmarks/machine_drift.py -->"
 WINDOW = 100
 #: the seconds between two of the canary's pieces of work
 EVERY_S = 0.2
+#: the most the canary is waited for to start (its import of torch), alone
+STARTS_S = 60.0
 
 #: the canary: its file's path and its parent's pid as arguments; a line ``unix time, CPU ms`` a piece of work; ends
 #: when its parent is no longer the one that started it (a benchmark killed, even by kill -9, leaves none behind)
@@ -111,11 +113,14 @@ def drift(stream: Path, canary: pd.DataFrame) -> dict:
 
 
 def alone(seconds: float, work: Path, window_s: float) -> tuple[float, float, float]:
-    """The canary with nothing else running for ``seconds``: its median CPU ms, and the least and most of its
-    windows' medians (``window_s`` long) against that median."""
+    """The canary with nothing else running for ``seconds`` once it has started: its median CPU ms, and the least
+    and most of its windows' medians (``window_s`` long) against that median."""
     path = work / "alone.csv"
     canary = start_canary(path)
     try:
+        started = time.monotonic()
+        while not (path.exists() and path.stat().st_size) and time.monotonic() - started < STARTS_S:
+            time.sleep(0.1)  # torch imported and warmed up: its first piece of work timed
         time.sleep(seconds)
     finally:
         canary.terminate()

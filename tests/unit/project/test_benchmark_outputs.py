@@ -18,7 +18,8 @@ from ddpbench.testing.scripts import load_benchmark
 #: (a folder to read): found again from the scripts below, so a new one is not left out
 OUT = ("--out",)
 TOLD = {"budget_check": (OUT, ["reports/examples/trace-cpu"]), "checker_mutations": (OUT, []),
-        "interval_calibration": (("--out", "--independent"), []), "mutation": (OUT, []), "scale": (OUT, []),
+        "interval_calibration": (("--out", "--independent"), []), "machine_drift": (OUT, []), "mutation": (OUT, []),
+        "scale": (OUT, []),
         "script_corpus": (OUT, []), "suite_durations": (("--out", "--costs", "--json"), []), "traces": (OUT, []),
         "watch_alarms": (OUT, []), "watch_collector": (OUT, []), "watch_cost": (OUT, []),
         "watch_cost_interleaved": (OUT, []), "whatif_bands": (OUT, []), "whatif_holdout": (OUT, []),
