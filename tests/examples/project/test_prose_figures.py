@@ -1384,7 +1384,7 @@ QUOTES: list[tuple[str, str]] = [
                       "left out); every {const[watch_look]} steps after it, each series' latest {const[watch_recent]} "
                       "steps are set against it"),
     ("docs/watch.md", "the straggler, the slower data phase and the busy machine were called in time in "
-                      "{wa[in_time]} of {wa[planted]} runs; but {wa[false_runs]} of {wa[unchanged]} unchanged runs "
+                      "{wa[in_time]} of {wa[planted]} runs, and {wa[false_runs]} of {wa[unchanged]} unchanged runs "
                       "raised an alarm"),
     ("docs/watch.md", "Where the added wait, over its whole {const[watch_busy]} % interval, is at least half of "
                       "what the step"),
