@@ -14,7 +14,7 @@ from ddpbench.cli.shared.run_options import SweepOptions, add_launcher_flags, la
 from ddpbench.cli.shared.running import run_and_report
 from ddpbench.experiment.cost import with_flags
 from ddpbench.experiment.load import load_experiment, named_launcher
-from ddpbench.experiment.overrides import with_job_flags, with_timeout
+from ddpbench.experiment.overrides import STALL_HELP, with_job_flags, with_stall, with_timeout
 from ddpbench.files.folders import path_flag
 from ddpbench.launch import forked
 from ddpbench.sweep.paced import parse_descriptors
@@ -35,6 +35,7 @@ def add_parser(sub) -> None:
     p.add_argument("--dry-run", action="store_true", help="list the jobs and exit without running them")
     p.add_argument("--timeout", type=finite_float, metavar="S",
                    help="per-launch timeout in seconds (overrides timeout_s)")
+    p.add_argument("--stall", type=finite_float, metavar="S", help=STALL_HELP)
     add_launcher_flags(p)
     p.add_argument("--emulate-nodes", type=int, metavar="N",
                    help="run every job on N emulated nodes on this machine (network namespaces; needs root)")
@@ -77,7 +78,7 @@ def command(args) -> int:
         launcher = launcher_options(args, file_launcher, str(args.experiment))
         machine = launcher.machine()
         experiment = load_experiment(args.experiment, machine)
-        experiment = with_job_flags(with_timeout(experiment, args.timeout),
+        experiment = with_job_flags(with_stall(with_timeout(experiment, args.timeout), args.stall),
                                     {**emulation, "trace_steps": args.trace_steps})
         experiment = dataclasses.replace(experiment, cost=with_flags(experiment.cost, cost_flags(args)))
     except BaseException:  # bad input: its one line, and no server left importing torch for nothing

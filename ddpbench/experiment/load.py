@@ -6,6 +6,8 @@ Experiment file layout::
     name = "quick"               # optional, default: the file's stem; names reports/<name>/
     description = "..."          # optional
     timeout_s = 300              # optional, per launch
+    stall_s = 60                 # optional: a launch none of whose ranks moved (a step or a phase)
+                                 # for this long is ended as hung (default: none; the timeout ends it)
     datasheet_tflops = 989       # optional: a device's peak from its datasheet, at the jobs' dtype;
                                  # the report then shows model FLOPs utilisation (MFU) against it
     repeat_budget_s = 600        # optional: repeats = "auto" jobs get no more launches after this
@@ -41,8 +43,10 @@ from ddpbench.experiment.spec import FIELDS, JobSpec, allowed_text, check_value
 from ddpbench.workloads.registry import SIZED_MODELS
 
 MAX_JOBS = 10_000
-TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "datasheet_tflops", "repeat_budget_s", "launcher", "cost",
-                  "defaults", "grid", "links", "collectives")
+#: the seconds a stall limit (``stall_s``, ``--stall``) may be: the launcher looks once a second
+STALL_RANGE_S = (1, 7 * 86400)
+TOP_LEVEL_KEYS = ("name", "description", "timeout_s", "stall_s", "datasheet_tflops", "repeat_budget_s", "launcher",
+                  "cost", "defaults", "grid", "links", "collectives")
 #: the launchers an experiment file may name (``launcher = "ray"``): those that run here with no flag
 #: of their own (Slurm's need --nodes and --partition); ``--launcher`` overrides it
 FILE_LAUNCHERS = ("spawn", "torchrun", "ray")
@@ -67,6 +71,9 @@ class Experiment:
     cost: Cost = Cost()
     #: the launcher the file asks for (FILE_LAUNCHERS), or None; --launcher overrides it
     launcher: str | None = None
+    #: a launch none of whose ranks moved (a step or a phase) for this many seconds is ended as hung, its
+    #: record saying where each rank stood (None: only the timeout ends it); --stall overrides it
+    stall_s: float | None = None
 
 
 def job_spec(fields: dict, machine: Machine, source: str, auto_world_size: int | None = None,
@@ -134,6 +141,9 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     timeout_s = data.get("timeout_s", 600)
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not 1 <= timeout_s <= 7 * 86400:
         raise InputError(source, "timeout_s", f"must be a number of seconds from 1 to 604800 (got {shown(timeout_s)})")
+    stall_s = data.get("stall_s")
+    if stall_s is not None:
+        stall_s = check_stall(stall_s, source, "stall_s")
     budget = data.get("repeat_budget_s", 0.0)
     if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 <= budget <= 7 * 86400:
         raise InputError(source, "repeat_budget_s", "must be the seconds of a sweep after which jobs under "
@@ -197,7 +207,7 @@ def parse_experiment(data: dict, source: str, default_name: str = "experiment",
     return Experiment(name=name, description=description, source=source, timeout_s=float(timeout_s),
                       jobs=tuple(jobs.values()), links=links, collectives=collectives,
                       datasheet_tflops=float(datasheet), repeat_budget_s=float(budget), cost=cost,
-                      launcher=launcher)
+                      launcher=launcher, stall_s=stall_s)
 
 
 def _collectives_table(table, source: str, name: str, machine: Machine):
@@ -213,3 +223,10 @@ def _collectives_table(table, source: str, name: str, machine: Machine):
         raise InputError(source, f"collectives.{err.key}" if err.key else "collectives", err.message) from None
 
 
+def check_stall(seconds, source: str, key: str) -> float:
+    """A stall limit (``stall_s``, ``--stall``): seconds from 1 to 604800."""
+    low, high = STALL_RANGE_S
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not low <= seconds <= high:
+        raise InputError(source, key, f"must be the seconds after which a launch none of whose ranks moved is ended "
+                         f"as hung, from {low} to {high} (got {shown(seconds)}), or left out")
+    return float(seconds)

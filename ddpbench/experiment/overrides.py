@@ -8,12 +8,15 @@ from __future__ import annotations
 import dataclasses
 
 from ddpbench.errors import InputError
-from ddpbench.experiment.load import Experiment
+from ddpbench.experiment.load import Experiment, check_stall
 from ddpbench.experiment.scripts import check_script_tracing
 from ddpbench.experiment.spec import FIELDS, check_micro_batch, check_nodes_and_faults, check_value
 
 #: (flag, job field) of the emulated-node flags; a flag sets the field in every job
 EMULATION_FLAGS = (("--emulate-nodes", "emulate_nodes"), ("--link", "link"), ("--link-delay-ms", "link_delay_ms"))
+#: ``--stall``'s help, the same in every command that takes it
+STALL_HELP = ("a launch none of whose ranks moved (a step or a phase) for S seconds is ended as hung, its record "
+              "saying where each rank stood (overrides stall_s; default: none, the timeout ends it)")
 #: (flag, job field) of every ``sweep`` flag that sets a field in every job
 JOB_FLAGS = (*EMULATION_FLAGS, ("--trace-steps", "trace_steps"))
 
@@ -30,6 +33,13 @@ def with_timeout(experiment: Experiment, seconds: float | None) -> Experiment:
     if seconds is None:
         return experiment
     return dataclasses.replace(experiment, timeout_s=check_timeout(seconds))
+
+
+def with_stall(experiment: Experiment, seconds: float | None) -> Experiment:
+    """The experiment with ``--stall`` in place of its ``stall_s`` (unchanged when None)."""
+    if seconds is None:
+        return experiment
+    return dataclasses.replace(experiment, stall_s=check_stall(seconds, "command line", "--stall"))
 
 
 def with_job_flags(experiment: Experiment, given: dict) -> Experiment:

@@ -62,11 +62,13 @@ class Launcher(abc.ABC):
     nodes_share_work: bool = False
 
     @abc.abstractmethod
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
-        """Run one launch to its end (or its timeout) and read back its outcome."""
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
+        """Run one launch to its end (or its timeout, or its stall limit ``stall_s``: no rank moved for
+        that long, :class:`~ddpbench.launch.handback.Stall`) and read back its outcome."""
 
-    def launch_all(self, launches: list[Launch], log_dir: Path,
-                   timeout_s: float) -> Iterator[tuple[Launch, LaunchOutcome]]:
+    def launch_all(self, launches: list[Launch], log_dir: Path, timeout_s: float,
+                   stall_s: float | None = None) -> Iterator[tuple[Launch, LaunchOutcome]]:
         """Run ``launches`` at once and yield each with its outcome as it ends (launchers that
         declare ``submits_arrays``). Closing the generator early (``contextlib.closing``), or any
         exception, must leave nothing of the launches running."""

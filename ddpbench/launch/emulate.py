@@ -207,8 +207,9 @@ class EmulatedNodesLauncher(Launcher):
 
     name = "torchrun"
 
-    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float) -> LaunchOutcome:
-        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+    def launch(self, spec, repeat: int, work_dir, log_dir, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)
         nodes = spec.emulate_nodes
         with EmulatedNetwork(nodes, None if spec.link == "none" else spec.link, spec.link_delay_ms) as net:
             port = subprocess.run([*net.prefix(0), sys.executable, "-c", FREE_PORT], capture_output=True,

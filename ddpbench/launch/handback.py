@@ -8,10 +8,20 @@ from __future__ import annotations
 import json
 import shutil
 import signal
+import time
 from pathlib import Path
 
 from ddpbench.launch.base import LaunchOutcome
-from ddpbench.rank.protocol import ERROR_GLOB, GIVEN_FILE, JOB_FILE, RESULT_FILE, Job, Progress, progress_path
+from ddpbench.rank.protocol import (
+    ERROR_GLOB,
+    GIVEN_FILE,
+    JOB_FILE,
+    PROGRESS_GLOB,
+    RESULT_FILE,
+    Job,
+    Progress,
+    progress_path,
+)
 from ddpbench.rank.script.steps import REFUSAL_SCOPES
 from ddpbench.results.schema import validate_result
 
@@ -45,7 +55,8 @@ def disk_note(work_dir: Path) -> str:
     return f" (the disk holding {work_dir} is full: {free} bytes free)" if free is not None else ""
 
 
-def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> tuple[Job, Path]:
+def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+                   stall_s: float | None = None) -> tuple[Job, Path]:
     """A clean work folder holding the job file, and the log folder; (the job, its file). What
     the sweep left in the folder for the launch (:data:`~ddpbench.rank.protocol.GIVEN_FILE`) goes
     into the job file."""
@@ -53,8 +64,31 @@ def prepare_launch(spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: 
     shutil.rmtree(work_dir, ignore_errors=True)  # never read a hand-back an interrupted launch left
     work_dir.mkdir(parents=True, exist_ok=True)
     log_dir.mkdir(parents=True, exist_ok=True)
-    job = Job.of(spec, repeat, timeout_s, given)
+    job = Job.of(spec, repeat, timeout_s, given, stall_s)
     return job, job.write(work_dir / JOB_FILE)
+
+
+class Stall:
+    """Whether a launch has hung: once a rank has said where it is (its progress file), no rank has
+    moved (a new phase or step) for the job's ``stall_s`` seconds. Asked while the launcher waits;
+    ``fired`` says it answered yes. Never where the job has no stall limit, nor before any rank has
+    started: the launch's timeout covers a slow start. The progress files' times are the file
+    system's: where the work folder is shared between nodes, their clocks are taken to agree."""
+
+    def __init__(self, work_dir: Path, job: Job):
+        self.work_dir, self.stall_s, self.fired = work_dir, job.stall_s, False
+
+    def __call__(self) -> bool:
+        if self.stall_s is None:
+            return False
+        moved = []
+        for path in self.work_dir.glob(PROGRESS_GLOB):
+            try:
+                moved.append(path.stat().st_mtime)
+            except OSError:
+                continue
+        self.fired = bool(moved) and time.time() - max(moved) > self.stall_s
+        return self.fired
 
 
 def read_given(work_dir: Path) -> dict:
@@ -68,11 +102,12 @@ def read_given(work_dir: Path) -> dict:
 
 
 def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall_s: float,
-                    timed_out: bool, logs: list[str]) -> LaunchOutcome:
+                    timed_out: bool, logs: list[str], stalled: bool = False) -> LaunchOutcome:
     """Turn what the ranks of ``job`` left in ``work_dir`` and their exit codes into one outcome.
 
     ``exits`` holds each rank's exit code as it left by itself, or None for a rank the launcher
-    had to end. The root cause is named first: a rank killed by a signal without reporting an
+    had to end; ``stalled``: the launch timed out by its stall limit (:class:`Stall`), not its
+    timeout. The root cause is named first: a rank killed by a signal without reporting an
     error (killed from outside, e.g. by the OOM killer), else the earliest error a rank
     reported (the others usually fail after it, on a broken connection). Where that earliest
     error is a refusal of the script's shape, the outcome's ``refusal`` says so (never for a
@@ -97,8 +132,10 @@ def collect_outcome(work_dir: Path, job: Job, exits: dict[int, int | None], wall
                 states.append(failed[rank])
             elif at := where(rank):
                 states.append(f"rank {rank} at {at}")
-        return LaunchOutcome("timed_out", error=f"no result within the {job.timeout_s:g} s timeout"
-                             + (f" ({'; '.join(states)})" if states else ""), wall_s=wall_s, logs=logs)
+        said = (f"no rank moved for {job.stall_s:g} s (the stall limit)" if stalled
+                else f"no result within the {job.timeout_s:g} s timeout")
+        return LaunchOutcome("timed_out", error=said + (f" ({'; '.join(states)})" if states else ""),
+                             wall_s=wall_s, logs=logs)
     killed = {rank: code for rank, code in exits.items() if code is not None and code < 0 and rank not in reported}
     if killed:
         rank, code = sorted(killed.items())[0]

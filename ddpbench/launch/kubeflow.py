@@ -87,7 +87,8 @@ class PyTorchJobLauncher(Launcher):
     def __init__(self, image: str, claim: str):
         self.image, self.claim = image, claim
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
         return LaunchOutcome("skipped", error="--launcher pytorchjob writes manifests with --dry-run and runs nothing")
 
     def dry_run_scripts(self, launches: list[Launch], log_dir: Path, timeout_s: float) -> list[tuple[str, str]]:

@@ -19,6 +19,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from datetime import timedelta
 
 from ddpbench.rank.protocol import START_DIR_ENV
@@ -27,6 +28,8 @@ from ddpbench.rank.protocol import START_DIR_ENV
 TERM_GRACE_S = 3.0
 #: where a process cannot be waited for by descriptor (no pidfd: not Linux), how often to look
 POLL_S = 0.05
+#: how often a launch with a stall limit looks whether any rank has moved
+STALL_POLL_S = 1.0
 
 
 def loopback_store(timeout_s: float):
@@ -109,10 +112,12 @@ def wait_any(procs: list, timeout_s: float) -> None:
             os.close(fd)
 
 
-def wait_for_all(procs: list, deadline: float, failure_grace_s: float) -> bool:
+def wait_for_all(procs: list, deadline: float, failure_grace_s: float,
+                 stalled: Callable[[], bool] | None = None) -> bool:
     """Wait until every one of ``procs`` has exited, or one failed and the others had
     ``failure_grace_s`` seconds to report their own error and exit, or ``deadline``
-    (``time.monotonic()``); True when the deadline ended the wait."""
+    (``time.monotonic()``), or ``stalled()`` says the launch has hung (asked every
+    :data:`STALL_POLL_S`); True when the deadline or the stall ended the wait."""
     failed_at = None
     while True:
         codes = [p.poll() for p in procs]
@@ -123,9 +128,11 @@ def wait_for_all(procs: list, deadline: float, failure_grace_s: float) -> bool:
             failed_at = now
         if failed_at is not None and now - failed_at > failure_grace_s:
             return False
-        if now > deadline:
+        if now > deadline or (failed_at is None and stalled is not None and stalled()):
             return True
         until = deadline if failed_at is None else min(deadline, failed_at + failure_grace_s)
+        if stalled is not None:
+            until = min(until, now + STALL_POLL_S)
         wait_any([p for p, c in zip(procs, codes) if c is None], until - now + 1e-3)
 
 

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from ddpbench.launch.base import Launcher, LaunchOutcome
-from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
+from ddpbench.launch.handback import Stall, collect_outcome, describe_exit, prepare_launch
 from ddpbench.launch.processes import end_processes, rank_env, wait_for_all
 from ddpbench.launch.ray_cluster import CLUSTER_ENV, QUIET_ENV, RayCluster, RayClusterError, kill_marked, last_line
 from ddpbench.launch.ray_driver import DRIVER_FILE, LAUNCH_ENV
@@ -111,10 +111,12 @@ class RayLauncher(Launcher):
 
         return TorchrunLauncher()
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
         if why := unsupported(spec):
             return LaunchOutcome("skipped", error=why)
-        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)
+        stall = Stall(work_dir, job)  # the workers write their progress here, on a folder every node sees
         cluster_start_s = None
         if not self.cluster.running:
             try:
@@ -139,22 +141,22 @@ class RayLauncher(Launcher):
             with open(driver_log, "wb") as log:
                 proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
-            timed_out = wait_for_all([proc], start + timeout_s, 0.0)
+            timed_out = wait_for_all([proc], start + timeout_s, 0.0, stall)
         finally:
             if proc is not None:
                 end_processes([proc])  # Ray ends a job's workers when its driver goes
             kill_marked(str(job_file), LAUNCH_ENV)  # and what is left of them here, at once
         outcome = self.read_outcome(spec, job, work_dir, proc.returncode, timed_out, time.monotonic() - start,
-                                    [str(driver_log), *logs], driver_log)
+                                    [str(driver_log), *logs], driver_log, stall.fired)
         outcome.started, outcome.cluster_start_s = started, cluster_start_s
         return outcome
 
     def read_outcome(self, spec, job, work_dir: Path, code: int, timed_out: bool, wall_s: float, logs: list[str],
-                     driver_log: Path) -> LaunchOutcome:
+                     driver_log: Path, stalled: bool = False) -> LaunchOutcome:
         """The launch's outcome from the work folder, the driver's exit code and its ``ray.json``."""
         ranks = range(spec.processes)
         if timed_out:
-            return collect_outcome(work_dir, job, {rank: None for rank in ranks}, wall_s, True, logs)
+            return collect_outcome(work_dir, job, {rank: None for rank in ranks}, wall_s, True, logs, stalled)
         if code == 0:
             return collect_outcome(work_dir, job, {rank: 0 for rank in ranks}, wall_s, False, logs)
         try:

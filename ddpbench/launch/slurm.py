@@ -39,7 +39,7 @@ import time
 from pathlib import Path
 
 from ddpbench.launch.base import Launch, Launcher, LaunchOutcome
-from ddpbench.launch.handback import collect_outcome, prepare_launch
+from ddpbench.launch.handback import Stall, collect_outcome, prepare_launch
 from ddpbench.rank.protocol import JOB_FILE, RANK_MODULE, Job
 
 POLL_S = 0.5
@@ -208,13 +208,14 @@ def job_state(job_id: str) -> tuple[str, str]:
 
 
 def job_outcome(job_id: str, job: Job, work_dir: Path, log_path: Path, logs: list[str], wall_s: float,
-                timed_out: bool, processes: int) -> LaunchOutcome:
-    """The outcome of a job (or array task) that has left the queue, with Slurm's verdict on a failure."""
+                timed_out: bool, processes: int, stalled: bool = False) -> LaunchOutcome:
+    """The outcome of a job (or array task) that has left the queue, with Slurm's verdict on a failure;
+    ``stalled``: cancelled by the job's stall limit (:class:`~ddpbench.launch.handback.Stall`)."""
     state, code = job_state(job_id)
     text = log_path.read_text(errors="replace") if log_path.exists() else ""
     failed = {} if state == "COMPLETED" else task_exits(text)
     exits = {rank: 0 if state == "COMPLETED" else failed.get(rank) for rank in range(processes)}
-    outcome = collect_outcome(work_dir, job, exits, wall_s, timed_out, logs)
+    outcome = collect_outcome(work_dir, job, exits, wall_s, timed_out, logs, stalled)
     if outcome.status != "ok" and not timed_out:
         outcome.error = f"{outcome.error} [slurm job {job_id} {state}, exit code {code}]"
     return outcome
@@ -267,8 +268,9 @@ class SlurmLauncher(Launcher):
             scripts = [self._batch(spec, repeat, work_dir, log_dir, timeout_s) for spec, repeat, work_dir in launches]
         return [(path.name, text) for path, _, text in scripts]
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
-        job, _ = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
+        job, _ = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)
         script, log_path, text = self._batch(spec, repeat, work_dir, log_dir, timeout_s)
         script.write_text(text)
         log_path.unlink(missing_ok=True)
@@ -283,11 +285,11 @@ class SlurmLauncher(Launcher):
             return LaunchOutcome("failed", error=f"sbatch failed: {submitted.stderr.strip()[:300]}",
                                  wall_s=time.monotonic() - start, logs=[str(script)])
         job_id = submitted.stdout.strip().split(";")[0]
-        timed_out = False
+        timed_out, stall = False, Stall(work_dir, job)
         try:
             deadline = start + timeout_s
             while queued(job_id):
-                if time.monotonic() > deadline:
+                if time.monotonic() > deadline or stall():
                     timed_out = True
                     break
                 time.sleep(POLL_S)
@@ -297,26 +299,26 @@ class SlurmLauncher(Launcher):
         if timed_out:
             self._cancel(job_id)
         return job_outcome(job_id, job, work_dir, log_path, [str(log_path), str(script)],
-                           time.monotonic() - start, timed_out, spec.processes)
+                           time.monotonic() - start, timed_out, spec.processes, stall.fired)
 
-    def launch_all(self, launches: list[Launch], log_dir: Path, timeout_s: float):
+    def launch_all(self, launches: list[Launch], log_dir: Path, timeout_s: float, stall_s: float | None = None):
         """Run ``launches`` as tasks of job arrays (``array=True``), all submitted at once, and yield
         each with its outcome as it ends. Closing the generator early (``contextlib.closing``), or
         any exception, cancels every array still queued or running.
         """
         if not self.submits_arrays:
-            yield from super().launch_all(launches, log_dir, timeout_s)  # one at a time: launch()
+            yield from super().launch_all(launches, log_dir, timeout_s, stall_s)  # one at a time: launch()
         with contextlib.ExitStack() as beats:
             for root in sorted({launch.work_dir.resolve().parent for launch in launches}):
                 beats.enter_context(heartbeat(root / HEARTBEAT))
-            yield from self._submit_arrays(launches, log_dir, timeout_s)
+            yield from self._submit_arrays(launches, log_dir, timeout_s, stall_s)
 
-    def _submit_arrays(self, launches: list[Launch], log_dir: Path, timeout_s: float):
+    def _submit_arrays(self, launches: list[Launch], log_dir: Path, timeout_s: float, stall_s: float | None):
         tasks = {}  # task id -> (launch, its job, its log, its script)
         job_ids: list[str] = []
         try:
             for script, chunk, text in self._arrays(launches, log_dir, timeout_s):
-                jobs = [prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)[0]
+                jobs = [prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)[0]
                         for spec, repeat, work_dir in chunk]
                 script.write_text(text)
                 submitted = _run(["sbatch", "--parsable", str(script)])
@@ -338,8 +340,10 @@ class SlurmLauncher(Launcher):
 
     def _wait_tasks(self, tasks: dict, timeout_s: float):
         """Poll the array tasks in ``tasks``; yield (launch, outcome) for each as it leaves the
-        queue, or once cancelled for running past ``timeout_s`` since it was last seen pending."""
+        queue, or once cancelled for running past ``timeout_s`` since it was last seen pending, or
+        for its stall limit (:class:`~ddpbench.launch.handback.Stall`)."""
         started = dict.fromkeys(tasks, time.monotonic())  # moves on while a task is pending
+        stalls = {task_id: Stall(launch.work_dir, job) for task_id, (launch, job, _, _) in tasks.items()}
         while tasks:
             time.sleep(POLL_S)
             states = task_states(sorted({task_id.split("_")[0] for task_id in tasks}))
@@ -350,13 +354,14 @@ class SlurmLauncher(Launcher):
                 state = states.get(task_id)
                 if state == "PENDING":
                     started[task_id] = now
-                elif state is None or now > started[task_id] + timeout_s:
+                elif state is None or now > started[task_id] + timeout_s or stalls[task_id]():
                     timed_out = state is not None
                     if timed_out:
                         self._cancel(task_id)
                     launch, job, log_path, script = tasks.pop(task_id)
                     yield launch, job_outcome(task_id, job, launch.work_dir, log_path, [str(log_path), str(script)],
-                                              time.monotonic() - started[task_id], timed_out, launch.spec.processes)
+                                              time.monotonic() - started[task_id], timed_out, launch.spec.processes,
+                                              timed_out and stalls[task_id].fired)
 
     @staticmethod
     def _cancel(job_id: str) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ddpbench.launch import forked
 from ddpbench.launch.base import Launcher, LaunchOutcome
-from ddpbench.launch.handback import collect_outcome, prepare_launch
+from ddpbench.launch.handback import Stall, collect_outcome, prepare_launch
 from ddpbench.launch.processes import end_processes, loopback_store, rank_env, wait_for_all
 from ddpbench.rank.protocol import RANK_MODULE
 
@@ -33,13 +33,15 @@ class SpawnLauncher(Launcher):
     def __init__(self, fork: bool | None = None):
         self.fork = forked.enabled() if fork is None else fork
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
         """Run ``spec.processes`` ranks (``python -m ddpbench.rank``) and read back one result.
 
         ``spec`` is any frozen spec of a launch (a training JobSpec or a CollectiveSpec) with
         ``kind``, ``key``, ``to_dict()``, ``world_size``, ``threads_per_rank`` and ``processes``.
         """
-        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)
+        stall = Stall(work_dir, job)
         processes = spec.processes
         store, port = loopback_store(timeout_s)
         base_env = {
@@ -71,13 +73,13 @@ class SpawnLauncher(Launcher):
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True,
                     ))
-            timed_out = wait_for_all(procs, start + timeout_s, FAILURE_GRACE_S)
+            timed_out = wait_for_all(procs, start + timeout_s, FAILURE_GRACE_S, stall)
             # exit codes as the ranks left by themselves; None: still running, ended below
             exits = {rank: proc.poll() for rank, proc in enumerate(procs)}
         finally:
             end_processes(procs)
             del store  # closes the rendezvous socket
-        return collect_outcome(work_dir, job, exits, time.monotonic() - start, timed_out, logs)
+        return collect_outcome(work_dir, job, exits, time.monotonic() - start, timed_out, logs, stall.fired)
 
     def for_restarts(self) -> Launcher:
         """Ranks spawned here cannot be restarted; ``torchrun --standalone`` on this machine can."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddpbench.launch.base import Launcher, LaunchOutcome
-from ddpbench.launch.handback import collect_outcome, describe_exit, prepare_launch
+from ddpbench.launch.handback import Stall, collect_outcome, describe_exit, prepare_launch
 from ddpbench.launch.processes import TERM_GRACE_S, end_processes, rank_env, wait_for_all
 from ddpbench.owner import PARENT_ENV, owned_command
 from ddpbench.rank.protocol import ERROR_GLOB, RANK_MODULE, Job
@@ -147,10 +147,11 @@ class TorchrunLauncher(Launcher):
         """Socket interface variables for the ranks: loopback when alone, the user's own across nodes."""
         return None if self.nnodes == 1 else {}
 
-    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float) -> LaunchOutcome:
-        if not self.stores_results:
+    def launch(self, spec, repeat: int, work_dir: Path, log_dir: Path, timeout_s: float,
+               stall_s: float | None = None) -> LaunchOutcome:
+        if not self.stores_results:  # node 0 watches for a stall: its end ends this node's agent too
             return self.follow(spec, repeat, work_dir, log_dir, timeout_s)
-        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s)
+        job, job_file = prepare_launch(spec, repeat, work_dir, log_dir, timeout_s, stall_s)
         return run_agents(spec, repeat, job, job_file, work_dir, log_dir, self.agents(spec),
                           rank_env(spec, self.sockets()))
 
@@ -171,10 +172,11 @@ class TorchrunLauncher(Launcher):
 
 
 def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: Path, timeout_s: float,
-                   agents: list[Agent], env: dict) -> tuple[list[subprocess.Popen], bool, float]:
+                   agents: list[Agent], env: dict,
+                   stalled: Stall | None = None) -> tuple[list[subprocess.Popen], bool, float]:
     """Start every agent, wait until all have exited (a failed one gives the others
-    AGENT_FAILURE_GRACE_S to notice) or the timeout; end whatever of the launch is left.
-    (the agents, whether the launch timed out, its wall time)."""
+    AGENT_FAILURE_GRACE_S to notice) or the timeout (or ``stalled`` says the launch hung); end
+    whatever of the launch is left. (the agents, whether the launch timed out, its wall time)."""
     base = {**os.environ, **env}
     base.pop(PARENT_ENV, None)  # the ranks' parent is the agent, which says so (ddpbench.owner)
     start = time.monotonic()
@@ -186,7 +188,7 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
                 procs.append(subprocess.Popen(torchrun_command(spec, job_file, work_dir, agent, run_id(spec, repeat)),
                                               env=base, stdin=subprocess.DEVNULL, stdout=log,
                                               stderr=subprocess.STDOUT, start_new_session=True))
-        timed_out = wait_for_all(procs, start + timeout_s, AGENT_FAILURE_GRACE_S)
+        timed_out = wait_for_all(procs, start + timeout_s, AGENT_FAILURE_GRACE_S, stalled)
     finally:
         end_processes(procs)  # SIGTERM: an agent stops its workers; then SIGKILL
         end_leftovers(job_file)
@@ -196,7 +198,9 @@ def start_and_wait(spec, repeat: int, job_file: Path, work_dir: Path, log_dir: P
 def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_dir: Path, agents: list[Agent],
                env: dict) -> LaunchOutcome:
     """One launch through ``agents`` (all of its nodes' agents that run here), read back as spawn's is."""
-    procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, job.timeout_s, agents, env)
+    stall = Stall(work_dir, job)
+    procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, job.timeout_s, agents, env,
+                                              stall)
     log_paths = [log_dir / agent.log_name(spec.key, repeat) for agent in agents]
     texts = [path.read_text(errors="replace") for path in log_paths]
     failures = {rank: code for text in texts for rank, code in agent_failures(text).items()}
@@ -208,7 +212,7 @@ def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_
         return LaunchOutcome("failed", error=f"torchrun {describe_exit(code)} before any rank "
                              f"reported: {last[:300]}", wall_s=wall_s, logs=logs)
     exits = rank_exits(spec.processes, not any(codes) and not timed_out, failures)
-    return collect_outcome(work_dir, job, exits, wall_s, timed_out, logs)
+    return collect_outcome(work_dir, job, exits, wall_s, timed_out, logs, stall.fired)
 
 
 def rank_exits(processes: int, succeeded: bool, failures: dict[int, int | None]) -> dict[int, int | None]:

@@ -56,6 +56,10 @@ def error_path(out_dir: Path, rank: int) -> Path:
     return out_dir / f"error.rank{rank}.json"
 
 
+#: every rank's progress file in a work folder (:func:`progress_path`)
+PROGRESS_GLOB = "progress.rank*"
+
+
 def progress_path(out_dir: Path, rank: int) -> Path:
     return out_dir / f"progress.rank{rank}"
 
@@ -63,7 +67,8 @@ def progress_path(out_dir: Path, rank: int) -> Path:
 @dataclass(frozen=True)
 class Job:
     """What a launcher tells its ranks: the kind of launch (a spec's ``kind``: "run" for a training
-    job, "collective" for the micro-benchmarks), its spec as a dict, the repeat and the timeout;
+    job, "collective" for the micro-benchmarks), its spec as a dict, the repeat, the timeout and the
+    stall limit (``stall_s``: no rank moved for this long, the launch is ended as hung; None: none);
     ``given``: what the sweep hands the launch instead of having it measure again (figures measured
     once, :mod:`ddpbench.sweep.measured_once`; the job whose equivalence check stands for this one's), {} if
     nothing: the sweep leaves it in the work folder (:data:`GIVEN_FILE`) before the launch starts."""
@@ -73,22 +78,24 @@ class Job:
     repeat: int
     timeout_s: float
     given: dict = field(default_factory=dict)
+    stall_s: float | None = None
 
     @classmethod
-    def of(cls, spec, repeat: int, timeout_s: float, given: dict | None = None) -> Job:
-        return cls(spec.kind, spec.to_dict(), repeat, timeout_s, dict(given or {}))
+    def of(cls, spec, repeat: int, timeout_s: float, given: dict | None = None, stall_s: float | None = None) -> Job:
+        return cls(spec.kind, spec.to_dict(), repeat, timeout_s, dict(given or {}), stall_s)
 
     def write(self, path: Path) -> Path:
         path.write_text(json.dumps({"kind": self.kind, "spec": self.spec, "repeat": self.repeat,
-                                    "timeout_s": self.timeout_s, **({"given": self.given} if self.given else {})}))
+                                    "timeout_s": self.timeout_s, **({"given": self.given} if self.given else {}),
+                                    **({"stall_s": self.stall_s} if self.stall_s is not None else {})}))
         return path
 
     @classmethod
     def read(cls, path: Path) -> Job:
         data = json.loads(path.read_text())
-        given = data.get("given")
+        given, stall_s = data.get("given"), data.get("stall_s")
         return cls(data["kind"], data["spec"], int(data["repeat"]), float(data["timeout_s"]),
-                   given if isinstance(given, dict) else {})
+                   given if isinstance(given, dict) else {}, None if stall_s is None else float(stall_s))
 
 
 def write_json_atomic(path: Path, payload: dict) -> None:
@@ -144,11 +151,15 @@ class Tracked:
 
     phase, step = "init", -1
     progress: Progress | None = None
+    #: held while where the rank is is said: a thread that says it too (a script's pulse) reads where the
+    #: rank is and writes it under this lock, so that it never writes over a newer line with an older one
+    saying = threading.RLock()
 
     def at(self, phase: str, step: int = -1) -> None:
-        self.phase, self.step = phase, step
-        if self.progress is not None:
-            self.progress.write(phase, step)
+        with self.saying:
+            self.phase, self.step = phase, step
+            if self.progress is not None:
+                self.progress.write(phase, step)
 
 
 def watch_parent(parent_pid: int) -> None:

@@ -275,10 +275,15 @@ class TrainingRank(Tracked):
     def run_loop(self, replica: Replica, phases, record: bool = True) -> None:
         """A framework that owns the training loop (Lightning's Trainer) runs every phase of ``phases``
         ((name, steps), ...) back to back in one run of its own, each step timed as it lets us see."""
-        self.at(phases[0][0])
-        rows = replica.strategy.fit(replica, sum(count for _, count in phases), self.device)
+        named = [(name, step) for name, count in phases for step in range(count)]
+        self.at(*(named[0] if named else (phases[0][0], -1)))
+
+        def ended(done: int) -> None:  # where the rank is, as run_steps says it: the step under way
+            if done < len(named):
+                self.at(*named[done])
+
+        rows = replica.strategy.fit(replica, len(named), self.device, ended)
         if record:
-            named = [(name, step) for name, count in phases for step in range(count)]
             for (name, step), row in zip(named, rows):
                 self.rows.append(step_row(self.rank, name, step, row, False))
 

@@ -170,8 +170,9 @@ class LightningStrategy(FrameworkStrategy):
         self.ctx, self.module, self.ddp = ctx, model, None
         return model
 
-    def fit(self, replica, steps: int, device) -> list[dict]:
-        """Train ``steps`` optimizer steps in one ``Trainer.fit``; each step's timed phases."""
+    def fit(self, replica, steps: int, device, ended=None) -> list[dict]:
+        """Train ``steps`` optimizer steps in one ``Trainer.fit``; each step's timed phases. ``ended(n)``, if
+        given, is called as each step ends with the steps ended so far (where the rank is, for its progress)."""
         import time
 
         import lightning as L
@@ -213,6 +214,8 @@ class LightningStrategy(FrameworkStrategy):
                              "backward_ms": (self.backward - self.forward) * 1e3, "comm_ms": math.nan,
                              "optimizer_ms": (end - self.backward) * 1e3, "step_ms": (end - self.last) * 1e3})
                 self.last = end
+                if ended is not None:
+                    ended(len(rows))
 
             def on_train_end(self, trainer, module):
                 ddp = trainer.strategy.model

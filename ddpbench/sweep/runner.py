@@ -103,7 +103,8 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     if leads:
         summary.sweep_id = store.start_sweep(env, {
             "name": experiment.name, "description": experiment.description, "source": experiment.source,
-            "timeout_s": experiment.timeout_s, "jobs": len(experiment.jobs), "resume": resume,
+            "timeout_s": experiment.timeout_s, **({"stall_s": experiment.stall_s} if experiment.stall_s else {}),
+            "jobs": len(experiment.jobs), "resume": resume,
             "launcher": launcher.name, "links": list(experiment.links),
             **({"datasheet_tflops": experiment.datasheet_tflops} if experiment.datasheet_tflops else {}),
             # the price a report computes costs at, with its source and date (ddpbench.experiment.cost)
@@ -118,7 +119,7 @@ def run_sweep(experiment: Experiment, out_dir: Path, *, resume: bool = False, la
     if resume:  # the refusals stored stand, but for the launches run again (--retry-failed)
         refusals.seed(store.records(), {(launch.spec.key, launch.repeat) for launch in todo}, experiment.jobs)
     return run_launches(todo, store, launcher, machine, experiment.timeout_s, summary, console,
-                        plan=plan if plan else None, refusals=refusals, once=summary.once)
+                        plan=plan if plan else None, refusals=refusals, once=summary.once, stall_s=experiment.stall_s)
 
 
 def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume: bool = False,
@@ -173,7 +174,8 @@ def run_collectives(experiment: CollectivesExperiment, out_dir: Path, *, resume:
 
 def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, machine: Machine, timeout_s: float,
                  summary: SweepSummary, console=None, plan: AdaptivePlan | None = None,
-                 refusals: Refusals | None = None, once: MeasuredOnce | None = None) -> SweepSummary:
+                 refusals: Refusals | None = None, once: MeasuredOnce | None = None,
+                 stall_s: float | None = None) -> SweepSummary:
     """The loop of every sweep: each launch of ``todo`` through its launcher, its record stored as
     it ends (when ``launcher`` stores results), with progress on ``console``; then, round after
     round, the launches ``plan`` adds for jobs whose interval is still wide (``repeats = "auto"``),
@@ -184,7 +186,8 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
     launches and cannot know of it (a multi-node torchrun sweep), nor where the launcher took them all at
     once (Slurm's job arrays): there every launch runs. ``once``: the figures measured once
     (:mod:`ddpbench.sweep.measured_once`) that a launch is handed rather than measuring them, and keeps when
-    it did; None: every launch measures its own."""
+    it did; None: every launch measures its own. ``stall_s``: a launch none of whose ranks moved for this
+    long is ended as hung (:class:`~ddpbench.launch.handback.Stall`); None: only ``timeout_s`` ends it."""
     stores = launcher.stores_results
     if not stores or launcher.nodes_share_work or launcher.submits_arrays:
         refusals = None
@@ -211,7 +214,7 @@ def run_launches(todo: list[Launch], store: ResultStore, launcher: Launcher, mac
             left = list(batch)
             # the launches are closed on any exception, so that a launcher's queued jobs are cancelled at once
             with contextlib.closing(launched(
-                    batch, launcher, machine, log_dir, timeout_s,
+                    batch, launcher, machine, log_dir, timeout_s, stall_s=stall_s,
                     begin=lambda launch: progress.begin(kind_of(launch.spec).describe(launch, machine, names)),
                     refusals=refusals,
                     given=lambda launch, runs_it: handed(once, checks, launch, runs_it))) as ended:
@@ -302,7 +305,8 @@ def hand(work_dir: Path, given: dict) -> None:
 
 
 def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: Path, timeout_s: float,
-             begin, refusals: Refusals | None = None, given=None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
+             begin, refusals: Refusals | None = None, given=None,
+             stall_s: float | None = None) -> Iterator[tuple[Launch, Launcher, LaunchOutcome]]:
     """(launch, the launcher that ran it, outcome) of every launch in ``todo``, as each ends.
 
     Launches run one after another (``begin(launch)`` is called as each starts), except that a
@@ -327,12 +331,12 @@ def launched(todo: list[Launch], launcher: Launcher, machine: Machine, log_dir: 
             begin(launch)
             hand(launch.work_dir, given(launch, runs_it) if given is not None else {})
             called = time.time()
-            outcome = runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s)
+            outcome = runs_it.launch(launch.spec, launch.repeat, launch.work_dir, log_dir, timeout_s, stall_s)
             if outcome.started is None:  # the launcher's own work began when it was called
                 outcome.started = called
             yield launch, runs_it, outcome
     if batch:
-        with contextlib.closing(launcher.launch_all(batch, log_dir, timeout_s)) as outcomes:
+        with contextlib.closing(launcher.launch_all(batch, log_dir, timeout_s, stall_s)) as outcomes:
             for launch, outcome in outcomes:
                 yield launch, launcher, outcome
 

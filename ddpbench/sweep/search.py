@@ -147,6 +147,7 @@ def run_search(experiment, plan: SearchPlan, out_dir: Path, launcher, machine, c
         "budget": plan.budget, "grid_launches": plan.grid_launches, "links": list(experiment.links)})
     clear_stale_work(out_dir, summary.sweep_id)
     run_launches(first, store, launcher, machine, experiment.timeout_s, summary, console, plan=plan,
+                 stall_s=experiment.stall_s,
                  once=MeasuredOnce(machine_conditions(env)))  # the matmul peak measured once per machine
     plan.write()
     return plan.result()

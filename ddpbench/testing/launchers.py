@@ -35,14 +35,16 @@ class FakeLauncher(Launcher):
         """``fail_keys``: jobs whose launches fail as a killed rank does; ``refuse``: {key: scope} of jobs
         whose launches are refused for the script's shape (:mod:`ddpbench.sweep.refusals`)."""
         self.calls = []
+        self.stalls = []  # the stall limit each launch was given
         self.fail_keys = set(fail_keys)
         self.refuse = dict(refuse or {})
         self.interrupt_after = interrupt_after
 
-    def launch(self, spec, repeat, work_dir, log_dir, timeout_s):
+    def launch(self, spec, repeat, work_dir, log_dir, timeout_s, stall_s=None):
         if self.interrupt_after is not None and len(self.calls) == self.interrupt_after:
             raise KeyboardInterrupt
         self.calls.append((spec.key, repeat))
+        self.stalls.append(stall_s)
         if spec.key in self.fail_keys:
             return LaunchOutcome("failed", error="rank 1 killed by SIGKILL", wall_s=0.5)
         if spec.key in self.refuse:

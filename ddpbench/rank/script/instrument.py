@@ -197,6 +197,14 @@ class Instrument(StepEnds):
     def first_of(self, kind: str) -> int:
         return self.plan.first_of(kind)
 
+    def fast_at(self) -> tuple[str, int] | None:
+        """Where the rank is on the fast path (the step kind, and the step of that kind under way: the
+        steps ended are the spans taken so far), None off it; read from another thread, never written."""
+        kind, ended = self.kind, len(self._spans)
+        if self._fast is None:
+            return None
+        return kind, self.counted + ended - self.first_of(kind)
+
     # -- install and uninstall -------------------------------------------------------------
     def install(self) -> None:
         """Make every patch (:data:`ddpbench.rank.script.patches.PATCHES`): DDP's construction, the GradScaler, the
@@ -432,7 +440,8 @@ class Instrument(StepEnds):
                 and self.started):
             self._fast, self._fast_steps = self.optimizers[0], left
             self._last = self.timer.last_mark()
-            # where the rank is, without its step: a write per step would cost the step a system call
+            # where the rank is, without its step: a write per step would cost the step a system call (the
+            # script's rank says the step once a second from a thread of its own: ScriptRank.pulse)
             self.at(f"script {self.kind}", -1)
         if step == self.total:
             if self.snapshot is not None:

@@ -23,6 +23,7 @@ import gc
 import json
 import os
 import sys
+import threading
 import time
 from functools import partial
 from pathlib import Path
@@ -42,6 +43,8 @@ from ddpbench.results.schema import training_result
 
 #: the launch's scratch folder a script runs in (in its work folder)
 SCRIPT_CWD = "script"
+#: how often a script's rank says which step it is at while its fast path writes nothing a step
+PULSE_S = 1.0
 
 
 def script_argv(spec) -> list[str]:
@@ -127,6 +130,8 @@ class ScriptRank(Tracked):
         self.instrument.install()
         self.at("script")
         self.mark("script_start")
+        stop = threading.Event()
+        threading.Thread(target=self.pulse, args=(stop,), daemon=True, name="ddpbench-pulse").start()
         try:
             try:
                 runpy.run_path(argv[0], run_name="__main__")
@@ -151,10 +156,23 @@ class ScriptRank(Tracked):
                               f"raised {text}", JOB) from err
             raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
         finally:
+            stop.set()
             self.instrument.uninstall()
             self.shapes.uninstall()
             os.chdir(home)
             self.mark("script_done")
+
+    def pulse(self, stop: threading.Event) -> None:
+        """Until ``stop``: once every :data:`PULSE_S`, the step the rank is at on the fast path, said where it
+        moved (a timeout's line names it, and a launch's stall limit sees the rank move), at no cost to the
+        steps. Where it is said is read under the lock its own saying holds (:attr:`Tracked.saying`)."""
+        said = None
+        while not stop.wait(PULSE_S):
+            with self.saying:
+                where = self.instrument.fast_at()
+                if where is not None and where != said:
+                    self.at(f"script {where[0]}", where[1])
+                    said = where
 
     def execute(self) -> dict | None:
         import torch.distributed as dist

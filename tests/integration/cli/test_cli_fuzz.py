@@ -23,10 +23,10 @@ words = st.text(string.printable + "\udcff\u00e9<>", max_size=12)
 values = numbers.map(str) | words | st.sampled_from(PATHS) | st.sampled_from(
     [*{c for f in FIELDS.values() for c in (f.metadata.get("choices") or ())}, "gloo", "nccl", "cuda", "cpu"])
 
-SWEEP_FLAGS = ["--out", "--timeout", "--launcher", "--nodes", "--partition", "--array", "--nnodes", "--node-rank",
-               "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps", "--resume",
-               "--dry-run", "--no-report", "--wait", "--force"]
-RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout"]
+SWEEP_FLAGS = ["--out", "--timeout", "--stall", "--launcher", "--nodes", "--partition", "--array", "--nnodes",
+               "--node-rank", "--rdzv-endpoint", "--emulate-nodes", "--link", "--link-delay-ms", "--trace-steps",
+               "--resume", "--dry-run", "--no-report", "--wait", "--force"]
+RUN_FLAGS = [f"--{name.replace('_', '-')}" for name in FIELDS] + ["--out", "--timeout", "--stall"]
 COLLECTIVES_FLAGS = ["--ops", "--sizes", "--factor", "--world-sizes", "--backend", "--iters", "--warmup", "--out",
                      "--timeout", "--resume", "--no-report"]
 FOLDERS = ["folder", "missing", "valid.toml", ""]

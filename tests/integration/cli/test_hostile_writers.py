@@ -417,6 +417,7 @@ def test_a_reader_reads_only_a_folder_of_the_kind_it_reads(world, tmp_path, git,
 #: (command, flag, value): each refused in one line naming the flag
 VALUES = [
     *[("sweep", "--timeout", v) for v in ("nan", "inf", "-1", "1e309", "0")],
+    *[("sweep", "--stall", v) for v in ("nan", "inf", "-1", "1e309", "0")], ("run", "--stall", "0.2"),
     ("sweep", "--out", "out\nx"), ("sweep", "--out", "out\x1b[2Jx"),
     *[("run", "--steps", v) for v in ("nan", "-1", "1" + "0" * 30)],
     *[("run", "--bucket-cap-mb", v) for v in ("nan", "inf", "-1", "1e309")],

@@ -108,11 +108,12 @@ def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_
     # worker's launch failed 31.5 s in there with a second core kept busy (ddpbench.testing.scheduling runs
     # this file beside the unit tests); in a fresh clone's suite on 2026-11-28 its ranks were up 60 s after
     # the launch began, and 60 s timed it out at init; in the whole suite on 2026-11-30, 90 s timed the killed
-    # worker's launch out too. The hung rank's launch waits all of it.
-    timeout_s = 120
+    # worker's launch out too. The hung rank's launch is ended by its stall limit, no rank having moved for
+    # stall_s (the workers' start comes before any rank has said where it is, and does not count).
+    timeout_s, stall_s = 120, 20
     proc, out, recovery_s = faults_sweep(tmp_path, {"planted-kill": "kill:1:3", "planted-hang": "hang:1:3"},
-                                         timeout_s=timeout_s, launcher="ray",
-                                         flags=("--ray-address", ray_cluster.address), good=False)
+                                         timeout_s=timeout_s, launcher="ray", good=False,
+                                         flags=("--ray-address", ray_cluster.address, "--stall", str(stall_s)))
     assert proc.returncode == 1, proc.stderr
     _, runs, _, _ = load_tables(out)
     runs = runs.set_index("strategy")
@@ -120,11 +121,12 @@ def test_a_killed_and_a_hung_worker_on_an_existing_cluster_are_recorded_and_the_
     assert runs.loc["planted-kill", "error"].startswith(
         "rank 1's Ray worker died without reporting an error in measure step 1 (Ray: ")
     assert runs.loc["planted-hang", "status"] == "timed_out"
-    assert runs.loc["planted-hang", "error"] == (f"no result within the {timeout_s} s timeout (rank 0 at measure "
-                                                 "step 2; rank 1 at measure step 1)")
+    assert runs.loc["planted-hang", "error"] == (f"no rank moved for {stall_s} s (the stall limit) (rank 0 at "
+                                                 "measure step 2; rank 1 at measure step 1)")
+    assert stall_s <= recovery_s["planted-hang"] < stall_s + 15
     assert set(runs["cluster_start_s"].isna()) == {True}  # an existing cluster: nothing started
     print(f"ray, kill -9 of a rank: recorded as failed {recovery_s['planted-kill']:.1f} s after the kill; "
-          f"a hung rank: the launch ended {recovery_s['planted-hang']:.1f} s after the hang (timeout {timeout_s} s)")
+          f"a hung rank: the launch ended {recovery_s['planted-hang']:.1f} s after the hang (stall limit {stall_s} s)")
     # left as found: up, and none of the launches' Ray Train actors left in it (Ray keeps a cluster-wide
     # helper or an idle worker of its own after a first Train run)
     assert all(node.poll() is None for node in ray_cluster.procs)

@@ -188,6 +188,33 @@ def test_a_script_that_hangs_times_out_and_leaves_nothing(tmp_path):
     assert rank_processes(str(out)) == []
 
 
+def test_a_script_whose_measured_steps_outlast_the_stall_limit_is_not_taken_for_hung(tmp_path):
+    """A script's measured steps write nothing each step (the fast path); its rank says which step it is at
+    once a second, so steps of a second each, three of them, run past a stall limit of 2.5 s unharmed."""
+    (tmp_path / "slow.py").write_text(PREAMBLE + "ddp = DDP(model()); opt = torch.optim.SGD(ddp.parameters(), lr=0.1)\n"
+                                      "while True:\n    time.sleep(1.0)\n    step(ddp, opt)\n")
+    exp = write_experiment(tmp_path / "slow.toml", """
+        timeout_s = 120
+        stall_s = 2.5
+        [defaults]
+        script = "slow.py"
+        batch_size = 8
+        backend = "gloo"
+        device = "cpu"
+        threads_per_rank = 1
+        warmup_steps = 1
+        steps = 3
+        [grid]
+        world_size = [2]
+    """)
+    out = tmp_path / "out"
+    done = run_main("sweep", exp, "--out", out, "--no-report")
+    (record,) = _records(out)
+    assert done.returncode == 0 and record["status"] == "ok", record["error"]
+    rows = [dict(zip(record["result"]["step_columns"], row)) for row in record["result"]["steps"]]
+    assert min(r["step_ms"] for r in rows if r["phase"] == "measure") > 900  # each measured step took its second
+
+
 def test_a_missing_script_is_bad_input(tmp_path):
     exp = write_experiment(tmp_path / "exp.toml", '[defaults]\nscript = "nope.py"\n')
     done = run_main("sweep", exp, "--out", tmp_path / "out")

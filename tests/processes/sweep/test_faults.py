@@ -28,14 +28,17 @@ LAUNCHERS = pytest.mark.parametrize("launcher", ["spawn", "torchrun"])
 @LAUNCHERS
 def test_a_rank_killed_or_hung_fails_or_times_out_its_job_with_the_cause_and_the_sweep_goes_on(tmp_path, launcher):
     """Both faults planted in one sweep, each in its own job: SIGKILL, and a rank that sleeps so
-    that its peer waits inside a collective. Under spawn a good job runs before and after them; under
-    torchrun (5-7 s a launch) the sweep going on is the hung job run after the killed one."""
-    # the hung job waits it out: a few times what a job of this sweep takes idle (spawn 1-2 s, torchrun 5-7 s)
-    timeout_s = 12 if launcher == "spawn" else 18
+    that its peer waits inside a collective. Under spawn a good job runs before and after them, and the
+    hung job waits out its timeout; under torchrun (5-7 s a launch) the sweep going on is the hung job run
+    after the killed one, and its stall limit (``--stall``: no rank moved for that long) ends it."""
+    # spawn's hung job waits out its timeout: a few times what a job of this sweep takes idle (1-2 s); torchrun's
+    # is ended by the stall, long before its timeout, and after a rank's longest still spell of a launch
+    timeout_s, stall_s = (12, None) if launcher == "spawn" else (120, 10)
     good = launcher == "spawn"
     # step 5 = the 1 warmup step + measure steps 0..3: the fault comes after measure step 3's backward
     proc, out, recovery_s = faults_sweep(tmp_path, {"planted-kill": "kill:1:5", "planted-hang": "hang:1:5"},
-                                         timeout_s=timeout_s, launcher=launcher, good=good)
+                                         timeout_s=timeout_s, launcher=launcher, good=good,
+                                         flags=("--stall", str(stall_s)) if stall_s else ())
     assert proc.returncode == 1, proc.stderr  # a job failed
     runs = outcomes(out)
     faulty = ["planted-kill-ws2", "planted-hang-ws2"]
@@ -47,11 +50,17 @@ def test_a_rank_killed_or_hung_fails_or_times_out_its_job_with_the_cause_and_the
     hung = runs["planted-hang-ws2"]
     assert hung["status"] == "timed_out"
     # rank 1 sleeps after measure step 3; rank 0 went on and waits in step 4's all-reduce
-    assert hung["error"] == (f"no result within the {timeout_s} s timeout "
-                             "(rank 0 at measure step 4; rank 1 at measure step 3)")
-    assert hung["wall_s"] <= timeout_s + 10
-    print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its "
-          f"{timeout_s} s timeout ({recovery_s['planted-hang']:.1f} s after the hang began)")
+    ended = (f"no rank moved for {stall_s} s (the stall limit)" if stall_s
+             else f"no result within the {timeout_s} s timeout")
+    assert hung["error"] == f"{ended} (rank 0 at measure step 4; rank 1 at measure step 3)"
+    if stall_s:  # ended by the stall: within a look (a second) of the limit, counted from the hang
+        assert stall_s <= recovery_s["planted-hang"] < stall_s + 10
+        print(f"{launcher}, hang: the job recorded as hung {recovery_s['planted-hang']:.1f} s after the hang began "
+              f"(stall limit {stall_s} s)")
+    else:
+        assert hung["wall_s"] <= timeout_s + 10
+        print(f"{launcher}, hang: the job recorded as timed out {hung['wall_s'] - timeout_s:.1f} s past its "
+              f"{timeout_s} s timeout ({recovery_s['planted-hang']:.1f} s after the hang began)")
     if good:
         assert runs["ddp-ws1"]["status"] == runs["ddp-ws2"]["status"] == "ok"
         steps, _, _, _ = load_tables(out)

@@ -242,6 +242,7 @@ def test_a_cuda_job_that_fits_its_gpus_resolves(fields, machine):
     ({"defaults": {"bucket_cap_mb": 10**400}}, "defaults.bucket_cap_mb", "a number from"),
     ({"defaults": {"seed": -1}}, "defaults.seed", "an integer from 0 to 2147483647"),
     ({"timeout_s": 0}, "timeout_s", "seconds"),
+    *[({"stall_s": v}, "stall_s", "from 1 to 604800") for v in (0, 0.5, -1, True, "60", 10**9, float("nan"))],
 ])
 def test_bad_input_names_file_key_and_allowed(data, key, words, cpu_machine):
     with pytest.raises(InputError) as err:
@@ -286,7 +287,7 @@ _tables = st.dictionaries(_keys, _values, max_size=4)
 
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.fixed_dictionaries({}, optional={
-    "name": _values, "timeout_s": _values, "defaults": _tables | _values,
+    "name": _values, "timeout_s": _values, "stall_s": _values, "defaults": _tables | _values,
     "grid": _tables | st.lists(_tables, max_size=2) | _values, "extra": _values,
 }))
 def test_any_experiment_either_expands_or_gives_one_clean_line(data):
@@ -351,6 +352,9 @@ def test_cli_bad_experiment_exit_2_one_line(tmp_path, body, key):
     (["sweep", "--bogus"], "unrecognized arguments"),
     (["report", "/nonexistent"], "results.jsonl"),
     (["run", "--timeout", "nan"], "--timeout"),
+    (["run", "--stall", "0.5"], "--stall: must be the seconds"),
+    (["sweep", "--stall", "nan", "--dry-run"], "--stall: must be a finite number"),
+    (["sweep", "--stall", "0", "--dry-run"], "--stall: must be the seconds"),
     (["run", "--out", "/proc/ddpbench"], "cannot write"),
     (["sweep", "--out", "/proc/ddpbench"], "cannot write"),
     (["sweep", "--nodes", "2"], "--launcher slurm only"),

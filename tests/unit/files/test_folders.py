@@ -200,7 +200,7 @@ def test_another_commands_write_probe_is_not_a_file_ddpbench_did_not_write(tmp_p
 class PathsLauncher(FakeLauncher):
     """Records the work and log folders it is given, and leaves a log in each."""
 
-    def launch(self, spec, repeat, work_dir, log_dir, timeout_s):
+    def launch(self, spec, repeat, work_dir, log_dir, timeout_s, stall_s=None):
         self.seen = getattr(self, "seen", []) + [(work_dir, log_dir)]
         log_dir.mkdir(parents=True, exist_ok=True)
         (log_dir / f"{spec.key}-r{repeat}.rank0.log").write_text(f"{work_dir}\n")

@@ -1,12 +1,16 @@
 """How a launch's outcome is read from exit codes and the ranks' hand-backs (no processes)."""
 
 import json
+import os
 import signal
+import time
 
 import pytest
 
 from ddpbench.experiment.spec import JobSpec
-from ddpbench.launch.handback import collect_outcome, describe_exit
+from ddpbench.launch import processes
+from ddpbench.launch.handback import Stall, collect_outcome, describe_exit
+from ddpbench.launch.processes import wait_for_all
 from ddpbench.launch.torchrun import agent_failures, rank_exits
 from ddpbench.rank.protocol import Job, Progress, progress_path
 from ddpbench.testing.launchers import fake_result
@@ -144,3 +148,71 @@ def test_the_launchers_a_file_may_name_are_declared_once_among_the_flags():
 
     assert set(load.FILE_LAUNCHERS) < set(options.LAUNCHERS)
     assert not hasattr(options, "FILE_LAUNCHERS")  # one list, in the experiment file's reader
+
+
+def _aged(path, seconds):
+    """``path``'s last write set ``seconds`` in the past."""
+    then = time.time() - seconds
+    os.utime(path, (then, then))
+
+
+def test_a_launch_stalls_only_once_every_rank_s_progress_is_older_than_its_limit(tmp_path):
+    job = Job.of(SPEC, 0, 30.0, stall_s=5.0)
+    stall = Stall(tmp_path, job)
+    assert not stall() and not stall.fired  # no rank has started: the timeout covers a slow start
+    Progress(progress_path(tmp_path, 0)).write("measure", 4)
+    Progress(progress_path(tmp_path, 1)).write("measure", 3)
+    _aged(progress_path(tmp_path, 0), 60)
+    _aged(progress_path(tmp_path, 1), 4)
+    assert not stall()  # rank 1 moved 4 s ago: within the limit, whatever rank 0 does
+    _aged(progress_path(tmp_path, 1), 6)
+    assert stall() and stall.fired
+    Progress(progress_path(tmp_path, 1)).write("measure", 4)  # it moves again
+    assert not stall() and not stall.fired
+    _aged(progress_path(tmp_path, 1), 3600)
+    assert not Stall(tmp_path, Job.of(SPEC, 0, 30.0))()  # no limit: only the timeout ends the launch
+
+
+def test_a_stalled_launch_says_so_and_where_each_rank_stood(tmp_path):
+    Progress(progress_path(tmp_path, 0)).write("measure", 4)
+    Progress(progress_path(tmp_path, 1)).write("measure", 3)
+    job = Job.of(SPEC, 0, 30.0, stall_s=5.0)
+    out = collect_outcome(tmp_path, job, {0: None, 1: None}, 9.0, True, [], stalled=True)
+    assert out.status == "timed_out"
+    assert out.error == "no rank moved for 5 s (the stall limit) (rank 0 at measure step 4; rank 1 at measure step 3)"
+    out = collect_outcome(tmp_path, job, {0: None, 1: None}, 30.5, True, [])  # the timeout came first
+    assert out.error.startswith("no result within the 30 s timeout (rank 0")
+
+
+def test_the_job_file_carries_the_stall_limit(tmp_path):
+    for stall_s in (None, 7.5):
+        job = Job.of(SPEC, 1, 30.0, {"gemm": 1}, stall_s)
+        assert Job.read(job.write(tmp_path / "job.json")) == job
+    assert "stall_s" not in json.loads(Job.of(SPEC, 1, 30.0).write(tmp_path / "job.json").read_text())
+
+
+class _Running:
+    """A rank that never ends (this process: its descriptor never becomes readable)."""
+    pid = os.getpid()
+
+    def poll(self):
+        return None
+
+
+def test_waiting_ends_when_the_launch_stalls_not_at_its_deadline(monkeypatch):
+    monkeypatch.setattr(processes, "STALL_POLL_S", 0.05)
+    poll_s = processes.STALL_POLL_S
+    asked = []
+
+    def stalled():
+        asked.append(time.monotonic())
+        return len(asked) == 3
+
+    start = time.monotonic()
+    assert wait_for_all([_Running()], start + 3, 5.0, stalled) is True
+    assert len(asked) == 3
+    took = time.monotonic() - start
+    assert 2 * poll_s - 0.01 < took < 10 * poll_s  # asked once a poll, ended at the third
+    start = time.monotonic()
+    assert wait_for_all([_Running()], start + 0.3, 5.0, lambda: False) is True  # the deadline still ends it
+    assert time.monotonic() - start < 0.3 + 10 * poll_s

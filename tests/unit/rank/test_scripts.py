@@ -161,3 +161,46 @@ def test_a_phase_that_cannot_be_seen_is_unknown(group_of_one):
     assert instrument.unseen == {"an optimizer step without a forward of the DDP model": 1}
     unseen = [r for r in instrument.rows if r[1] in ("warmup", "phases") and r[4] is None]
     assert len(unseen) == 1 and all(r[5] is None and r[6] is None and r[7] is None and r[8] > 0 for r in unseen)
+
+
+# ---------------------------------------------------------------------------------------------
+# where a script's rank is on its fast path (no process started)
+# ---------------------------------------------------------------------------------------------
+
+def test_on_the_fast_path_the_step_under_way_is_the_steps_counted_and_the_spans_taken_since():
+    from types import SimpleNamespace
+
+    from ddpbench.rank.script.instrument import Instrument
+
+    first = {"measure": 4, "nosync": 7}.__getitem__
+    on_it = SimpleNamespace(kind="measure", _spans=[(0, 1), (1, 2)], _fast=object(), counted=4, first_of=first)
+    assert Instrument.fast_at(on_it) == ("measure", 2)  # steps 4 and 5 ended: measure step 2 under way
+    assert Instrument.fast_at(SimpleNamespace(**{**vars(on_it), "_fast": None})) is None  # off it: its own lines
+
+
+def test_a_script_rank_says_its_step_once_a_pulse_where_it_moved_and_never_where_it_did_not(monkeypatch):
+    import threading
+
+    from ddpbench.rank.protocol import Tracked
+    from ddpbench.rank.script import rank as script_rank
+
+    monkeypatch.setattr(script_rank, "PULSE_S", 0.005)
+    stop = threading.Event()
+    seen = [None, ("measure", 0), ("measure", 0), ("measure", 2), None, ("nosync", 0), ("nosync", 0)]
+    said = []
+
+    class Rank(Tracked):
+        instrument = None
+
+        def at(self, phase, step=-1):
+            said.append((phase, step))
+
+    def fast_at():
+        if len(seen) == 1:
+            stop.set()
+        return seen.pop(0)
+
+    rank = Rank()
+    rank.instrument = type("Instrument", (), {"fast_at": staticmethod(fast_at)})()
+    script_rank.ScriptRank.pulse(rank, stop)
+    assert said == [("script measure", 0), ("script measure", 2), ("script nosync", 0)]

@@ -24,7 +24,7 @@ class ArrayLauncher(FakeLauncher):
 
     submits_arrays = True
 
-    def launch_all(self, launches, log_dir, timeout_s):
+    def launch_all(self, launches, log_dir, timeout_s, stall_s=None):
         self.batches = getattr(self, "batches", []) + [[(launch.spec.key, launch.repeat) for launch in launches]]
         for launch in reversed(launches):
             yield launch, LaunchOutcome("ok", result=fake_result(launch.spec, launch.repeat), wall_s=1.0)
