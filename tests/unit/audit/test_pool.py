@@ -1,0 +1,212 @@
+"""What the checker takes each figure between jobs to be (:mod:`ddpbench.audit.pool`), computed here from a
+folder's launches by its definitions and compared whole (name, value, interval, family, order) with what
+``build`` lists. tests/unit/audit/test_lookup.py holds the lookup to ``build``; these hold ``build`` to the
+definitions a sentence's figures are checked against: a step ratio, a change and a gain with the interval of
+the ratio of mean steps (paired where two jobs ran in the same rounds), a sample's time and cost, the
+figures of a setting of several caps, and those between such a setting and the other jobs."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ddpbench.audit.figures import FIELDS, Figures, ratio_interval
+from ddpbench.audit.pool import Entry, _add, between, build, group_figures, pair_figures, paired, pooled_launches
+
+#: each job's launches (ms): k1 and k2 are one setting at two caps (the same buckets), k3 and k4 others;
+#: k4 ran two launches, the others three (the same rounds)
+LAUNCHES = {"k1": [99.0, 100.0, 104.0], "k2": [101.0, 103.0, 102.0], "k3": [130.0, 127.0, 133.5],
+            "k4": [80.0, 84.0]}
+BATCH = {"k1": 32, "k2": 32, "k3": 64, "k4": 32}
+HOURLY = {"k1": 2.0, "k2": 2.0, "k3": 3.0, "k4": 1.5}
+DATA = {"k1": 3.0, "k2": 2.5, "k3": 4.0, "k4": 1.0}
+EXPOSED = {"k1": 10.0, "k2": 9.0, "k3": 30.0, "k4": 5.0}
+
+
+def folder(times=LAUNCHES, several=("k1", "k2"), **columns) -> Figures:
+    """Ok jobs alike in every setting but the cap, each with its launches' steps (``times``); ``several``: a
+    setting of several caps; ``columns``: a column's value by key over what is made here."""
+    rows = {}
+    for key, launches in times.items():
+        step = float(np.mean(launches))
+        row = {c: "alike" for c in FIELDS}
+        row.update(status="ok", world_size=2, bucket_cap_mb=25.0 + len(rows), step_ms=step, launches=len(launches),
+                   global_batch=BATCH[key], samples_per_s=1000 * BATCH[key] / step, hourly=HOURLY[key],
+                   data_ms=DATA[key], exposed_ms=EXPOSED[key], speedup_low=math.nan, speedup_high=math.nan,
+                   layout=(4_000_000, 1_000_000) if key in several else math.nan)
+        row.update({c: by_key[key] for c, by_key in columns.items() if key in by_key})
+        rows[key] = row
+    return Figures(pd.DataFrame.from_dict(rows, orient="index"), {k: list(v) for k, v in times.items()})
+
+
+def same(got: list, want: list) -> None:
+    """Two lists of (unit, Entry) alike in order, names and families, values and ends to 1e-12."""
+    assert [(u, e.name, e.family) for u, e in got] == [(u, e.name, e.family) for u, e in want]
+    for (_, g), (_, w) in zip(got, want):
+        for field in ("value", "low", "high"):
+            a, b = getattr(g, field), getattr(w, field)
+            assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12), (
+                g.name, field, a, b)
+
+
+def listed(pool: dict, order=("x", "%", "ms", "times")) -> list:
+    return [(unit, e) for unit in order for e in pool.get(unit, [])]
+
+
+def expected_pair(fig: Figures, a, b) -> list:
+    """Every figure of ``a`` against ``b``, by its definition."""
+    ra, rb = fig.rec(a), fig.rec(b)
+    la, lb = LAUNCHES[a], LAUNCHES[b]
+    r = np.mean(la) / np.mean(lb)
+    out = {"x": [], "%": [], "ms": []}
+    for how, kw in (("", {}), (" (paired)", {"paired": True})):
+        if how and len(la) != len(lb):
+            continue
+        low, high = ratio_interval(la, lb, **kw)
+        out["x"].append(Entry(r, f"step of {a} / {b}{how}", low, high, "step"))
+        out["%"].append(Entry(100 * (r - 1), f"step change {a} vs {b}{how}", 100 * (low - 1), 100 * (high - 1),
+                              "change"))
+        out["%"].append(Entry(100 * (1 - r), f"step gain {a} vs {b}{how}", 100 * (1 - high), 100 * (1 - low),
+                              "change"))
+    low, high = ratio_interval(la, lb)
+    per_sample = BATCH[b] / BATCH[a]  # a's step holds BATCH[a] samples: its sample's time against b's
+    for what, k in (("time", 1.0), ("cost", HOURLY[a] / HOURLY[b])):
+        out["%"].append(Entry(100 * (1 - k * per_sample * r), f"per-sample {what} gain {a} vs {b}",
+                              100 * (1 - k * per_sample * high), 100 * (1 - k * per_sample * low), "change"))
+    throughput = ra["samples_per_s"] / rb["samples_per_s"]
+    out["x"].append(Entry(throughput, f"throughput of {a} / {b}", family="throughput"))
+    out["%"].append(Entry(100 * (throughput - 1), f"throughput change {a} vs {b}", family="change"))
+    sa, sb = np.mean(la), np.mean(lb)
+    out["ms"].append(Entry(sa - sb, f"step difference {a} - {b}"))
+    out["%"].append(Entry(100 * (sa - sb) / sa, f"what {b} saves of {a}'s step", family="share"))
+    out["ms"].append(Entry(DATA[a] - DATA[b], f"data_ms difference {a} - {b}"))
+    out["ms"].append(Entry(EXPOSED[a] - EXPOSED[b], f"exposed_ms difference {a} - {b}"))
+    return listed(out)
+
+
+@pytest.mark.parametrize("a, b", [("k1", "k3"), ("k3", "k1"), ("k2", "k4"), ("k4", "k1")])
+def test_the_figures_of_one_job_against_another_are_their_definitions(a, b):
+    fig = folder()
+    part: dict = {}
+    pair_figures(fig, a, b, part)
+    same(listed(part), expected_pair(fig, a, b))
+
+
+def test_two_jobs_ran_in_the_same_rounds_only_where_every_launch_of_both_is_there():
+    fig = folder()
+    assert paired(fig, "k1", "k3") and paired(fig, "k3", "k1")
+    assert not paired(fig, "k1", "k4") and not paired(fig, "k4", "k1")  # 3 launches against 2
+    # three launches of k3 run, one of them not ok: not the same rounds
+    short = folder({**LAUNCHES, "k3": LAUNCHES["k3"][:2]}, launches={"k3": 3})
+    assert not paired(short, "k1", "k3") and not paired(short, "k3", "k1")
+
+
+def test_a_job_with_no_step_has_no_figure_against_another():
+    for step in (0.0, -1.0, math.nan):
+        fig = folder(step_ms={"k3": step})
+        for a, b in (("k1", "k3"), ("k3", "k1")):
+            part: dict = {}
+            pair_figures(fig, a, b, part)
+            assert part == {}, (step, a, b)
+
+
+def test_a_job_of_sub_ms_steps_has_its_figures_against_another():
+    """A step of 0.4 ms (a small model on a GPU) is a step: its ratio to another's is listed."""
+    fig = folder({**LAUNCHES, "k1": [0.4, 0.41, 0.39]}, several=())
+    for a, b in (("k1", "k3"), ("k3", "k1")):
+        part: dict = {}
+        pair_figures(fig, a, b, part)
+        assert f"step of {a} / {b}" in [e.name for e in part["x"]], (a, b)
+
+
+def test_at_a_price_of_nothing_a_sample_s_cost_has_no_gain():
+    fig = folder(hourly=dict.fromkeys(LAUNCHES, 0.0))
+    part: dict = {}
+    pair_figures(fig, "k1", "k3", part)
+    names = [e.name for e in part["%"]]
+    assert "per-sample time gain k1 vs k3" in names and not [n for n in names if "cost" in n]
+
+
+def test_a_setting_of_several_caps_is_its_pooled_step_its_mean_step_its_jobs_and_their_spread():
+    fig = folder()
+    part: dict = {}
+    group_figures(fig, ("k1", "k2"), part)
+    steps = [np.mean(LAUNCHES["k1"]), np.mean(LAUNCHES["k2"])]
+    same(listed(part), [
+        ("%", Entry(100 * (max(steps) / min(steps) - 1), "spread of ('k1', 'k2')", family="change")),
+        ("ms", Entry(np.mean(LAUNCHES["k1"] + LAUNCHES["k2"]), "pooled step of ('k1', 'k2')")),
+        ("ms", Entry(np.mean(steps), "mean step of ('k1', 'k2')")),
+        ("times", Entry(2.0, "jobs in ('k1', 'k2')")),
+    ])
+
+
+def expected_between(mine: list, theirs: list) -> list:
+    a = [t for k in mine for t in LAUNCHES[k]]
+    b = [t for k in theirs for t in LAUNCHES[k]]
+    r, (low, high) = np.mean(a) / np.mean(b), ratio_interval(a, b)
+    name = f"{mine} vs {theirs}"
+    return [("x", Entry(r, f"ratio of {name}", low, high, "step")),
+            ("%", Entry(100 * (1 - r), f"gain of {name}", 100 * (1 - high), 100 * (1 - low), "change")),
+            ("%", Entry(100 * (r - 1), f"change of {name}", 100 * (low - 1), 100 * (high - 1), "change"))]
+
+
+@pytest.mark.parametrize("mine, theirs", [(["k1", "k2"], ["k3"]), (["k4"], ["k1", "k2"]), (["k1", "k2"], ["k3", "k4"])])
+def test_the_figures_between_two_sets_are_those_of_their_pooled_launches(mine, theirs):
+    fig = folder()
+    part: dict = {}
+    between(fig, mine, theirs, part, f"{mine} vs {theirs}")
+    same(listed(part), expected_between(mine, theirs))
+
+
+def test_a_set_with_no_launch_has_no_figure_against_another():
+    fig = folder()
+    for mine, theirs in ((["k1"], ["gone"]), (["gone"], ["k1"]), (["gone"], ["lost"])):
+        part: dict = {}
+        between(fig, mine, theirs, part, "x")
+        assert part == {}
+    assert pooled_launches(fig, ["gone", "k4", "lost"]) == LAUNCHES["k4"]
+
+
+def test_build_lists_each_job_each_ordered_pair_the_setting_and_what_lies_between_it_and_the_others():
+    fig = folder()
+    pool = build(fig, ("k1", "k2", "k3", "k4"))
+    names = [e.name for unit in pool for e in pool[unit]]
+    for a in LAUNCHES:
+        assert f"step_ms of {a}" in names
+        for b in LAUNCHES:
+            if a != b:
+                assert f"step difference {a} - {b}" in names
+    assert "pooled step of ('k1', 'k2')" in names and "jobs in ('k1', 'k2')" in names
+    sets = [n.removeprefix("ratio of ") for n in names if n.startswith("ratio of ")]
+    # the setting against each other job, both ways; two single jobs only as a pair, never as sets
+    assert sets == ["['k1', 'k2'] vs ['k3']", "['k3'] vs ['k1', 'k2']", "['k1', 'k2'] vs ['k4']",
+                    "['k4'] vs ['k1', 'k2']"]
+    for mine, theirs in ((["k1", "k2"], ["k3"]), (["k4"], ["k1", "k2"])):
+        name = f"ratio of {mine} vs {theirs}"
+        (got,) = [("x", e) for e in pool["x"] if e.name == name]
+        same([got], expected_between(mine, theirs)[:1])
+
+
+def test_build_lists_a_job_once_and_no_job_that_failed_or_is_not_of_the_folder():
+    fig, alone = folder(status={"k4": "failed"}), folder(status={"k4": "failed"})
+    once = build(fig, ("k1", "k3", "k1", "k4", "gone", "k3"))
+    plain = build(alone, ("k1", "k3"))
+    assert {u: [e.name for e in es] for u, es in once.items()} == {u: [e.name for e in es] for u, es in plain.items()}
+    assert not [e for es in once.values() for e in es if "k4" in e.name or "gone" in e.name]
+
+
+def test_a_folder_s_figures_for_the_same_jobs_are_made_once():
+    """The checker asks for the figures of the same jobs sentence after sentence: made once a folder."""
+    fig = folder()
+    assert build(fig, ("k1", "k3")) is build(fig, ("k1", "k3", "k1"))
+
+
+def test_a_figure_that_is_not_a_finite_number_is_not_listed():
+    pool: dict = {}
+    for value in (None, "12 ms", math.nan, math.inf, -math.inf, [1.0]):
+        _add(pool, "ms", value, "not a figure")
+    _add(pool, "ms", "12.5", "a number written as text", 12.0, 13.0, family="f")
+    assert pool == {"ms": [Entry(12.5, "a number written as text", 12.0, 13.0, "f")]}
