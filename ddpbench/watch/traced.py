@@ -21,8 +21,10 @@ from pathlib import Path
 
 from ddpbench.owner import owned_command
 
-#: the steps a trace records (after one of the profiler's warm-up)
-TRACE_STEPS = 8
+#: the steps a trace records (after one of the profiler's warm-up): the answer's 95 % interval of a line's median
+#: over 8 steps runs from their least to their most (one step of no wait leaves the wait unnamed), over 16 from
+#: the 4th to the 13th
+TRACE_STEPS = 16
 #: how far past the furthest rank's latest step the traced steps start
 TRACE_AFTER = 20
 #: the traces a run records at most
