@@ -5,6 +5,7 @@ the framework installed."""
 import re
 
 import pytest
+import torch
 
 from ddpbench.analysis.core import speedup_words, stats
 from ddpbench.analysis.diagnosis.finders import diagnose
@@ -97,3 +98,42 @@ def test_rounds_resampled_together_cancel_the_drift_they_share():
     low, high = stats.ratio_ci(framework, ddp, paired=True)
     assert low == pytest.approx(1.05) and high == pytest.approx(1.05)
     assert stats.significant(*stats.ratio_ci(framework, ddp)) is False  # taken apart, the drift hides it
+
+
+def test_lightning_s_trainer_says_each_step_as_it_ends(monkeypatch):
+    """The Trainer runs every step in one call: its callback says each as it ends (the rank's progress, which a
+    timeout's line and a launch's stall limit read). Lightning stood in for by its callback order."""
+    import sys
+    import types
+
+    class Trainer:
+        def __init__(self, callbacks, max_steps, **_):
+            self.callbacks, self.steps = callbacks, max_steps
+            self.strategy, self.optimizers = types.SimpleNamespace(model=None), [None]
+
+        def fit(self, module, loader):
+            for hook in ("on_train_start",):
+                for c in self.callbacks:
+                    getattr(c, hook)(self, module)
+            for index in range(self.steps):
+                for c in self.callbacks:
+                    c.on_train_batch_start(self, module, None, index)
+                    c.on_before_backward(self, module, None)
+                    c.on_after_backward(self, module)
+                    c.on_train_batch_end(self, module, None, None, index)
+            for c in self.callbacks:
+                c.on_train_end(self, module)
+
+    lightning = types.ModuleType("lightning")
+    lightning.LightningModule, lightning.Callback, lightning.Trainer = torch.nn.Module, object, Trainer
+    strategies = types.ModuleType("lightning.pytorch.strategies")
+    strategies.DDPStrategy = lambda **kwargs: None
+    monkeypatch.setitem(sys.modules, "lightning", lightning)
+    monkeypatch.setitem(sys.modules, "lightning.pytorch", types.ModuleType("lightning.pytorch"))
+    monkeypatch.setitem(sys.modules, "lightning.pytorch.strategies", strategies)
+    strategy = strategy_class("lightning")(JobSpec(strategy="lightning", world_size=2, device="cpu", backend="gloo"))
+    strategy.ctx, strategy.module = types.SimpleNamespace(world_size=2), torch.nn.Linear(2, 1)
+    replica = types.SimpleNamespace(workload=types.SimpleNamespace(loss=None), loader=types.SimpleNamespace(loader=[]))
+    ended = []
+    rows = strategy.fit(replica, 5, torch.device("cpu"), ended.append)
+    assert len(rows) == 5 and ended == [1, 2, 3, 4, 5]
