@@ -130,8 +130,8 @@ class ScriptRank(Tracked):
         self.instrument.install()
         self.at("script")
         self.mark("script_start")
-        stop = threading.Event()
-        threading.Thread(target=self.pulse, args=(stop,), daemon=True, name="ddpbench-pulse").start()
+        pulse_over = threading.Event()  # not "stop": the script's SystemExit is caught as that name below
+        threading.Thread(target=self.pulse, args=(pulse_over,), daemon=True, name="ddpbench-pulse").start()
         try:
             try:
                 runpy.run_path(argv[0], run_name="__main__")
@@ -156,7 +156,7 @@ class ScriptRank(Tracked):
                               f"raised {text}", JOB) from err
             raise BadScript(f"the script raised {text} (after {self.instrument.steps_done} optimizer steps)") from err
         finally:
-            stop.set()
+            pulse_over.set()
             self.instrument.uninstall()
             self.shapes.uninstall()
             os.chdir(home)
