@@ -447,12 +447,20 @@ def arm(environ=os.environ) -> bool:
     return True
 
 
+def is_boot(entry: str) -> bool:
+    """Whether a ``sys.path`` entry is a watch's boot folder: :data:`BOOT`, or another copy of ddpbench's on the
+    path (a source tree on ``PYTHONPATH`` beside an installed one), which would import this one's again."""
+    path = Path(entry or ".").resolve()
+    return path == BOOT or path.parts[-4:] == BOOT.parts[-4:]
+
+
 def chain_sitecustomize() -> None:
-    """Import the ``sitecustomize`` that :data:`BOOT`'s hides (one later on ``sys.path``), if there is one."""
+    """Import the ``sitecustomize`` that :data:`BOOT`'s hides (one later on ``sys.path``, not a watch's own), if
+    there is one."""
     import importlib.util
 
     mine = sys.modules.pop("sitecustomize", None)
-    path = [p for p in sys.path if Path(p or ".").resolve() != BOOT]
+    path = [p for p in sys.path if not is_boot(p)]
     spec = importlib.machinery.PathFinder.find_spec("sitecustomize", path)
     if spec is not None and spec.loader is not None:
         module = importlib.util.module_from_spec(spec)
