@@ -126,6 +126,11 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         code = EXIT_INTERRUPTED
+    except Exception as err:
+        if not interrupted_by(err):
+            raise
+        print("interrupted", file=sys.stderr)
+        code = EXIT_INTERRUPTED
     # interrupted, whether main or the command caught it: else CPython ends by SIGINT (-2) where the last
     # exec() of a string let it out (tests/processes/cli/test_interrupted_exit.py)
     interrupted = code == EXIT_INTERRUPTED
@@ -133,6 +138,19 @@ def main(argv: list[str] | None = None, exit_at_once: bool = False) -> int:
     if exit_at_once and (interrupted or getattr(args, "exit_at_once", False)) and _untraced():
         exit_now(code)
     return code
+
+
+def interrupted_by(err: BaseException | None) -> bool:
+    """Whether Ctrl-C (or SIGTERM, raised as it) is what ``err`` came of: the interrupt that lands in the
+    import of a C extension (scipy's, imported as a command ends its work) leaves it an ImportError
+    ("initialization failed") whose cause is the KeyboardInterrupt."""
+    seen: set[int] = set()
+    while err is not None and id(err) not in seen:
+        if isinstance(err, KeyboardInterrupt):
+            return True
+        seen.add(id(err))
+        err = err.__cause__ or err.__context__
+    return False
 
 
 def _untraced() -> bool:  # coverage and cProfile write what they found at the interpreter's exit, skipped by exit_now

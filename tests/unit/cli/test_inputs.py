@@ -4,6 +4,7 @@
 import argparse
 import os
 import pickle
+import signal
 
 import pytest
 
@@ -134,3 +135,35 @@ def test_an_input_error_crosses_a_process_boundary_whole(kind):
     assert back.args == err.args
     keyless = pickle.loads(pickle.dumps(kind("folder", None, "is not a folder")))
     assert keyless.key is None and str(keyless) == "folder: is not a folder"
+
+
+@pytest.mark.parametrize("how", ["ctrl-c", "ctrl-c in an import"])
+def test_an_interrupt_that_lands_in_an_import_ends_as_an_interrupt(monkeypatch, capsys, how):
+    """Ctrl-C landing in the import of a C extension (scipy's, imported as a command ends its work) surfaces as an
+    ImportError whose cause is the KeyboardInterrupt: the command still ends as interrupted, not with a traceback."""
+    from ddpbench.cli import report
+
+    def interrupted(args):
+        if how == "ctrl-c":
+            raise KeyboardInterrupt
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as interrupt:
+            raise ImportError("initialization failed") from interrupt
+
+    monkeypatch.setattr(report, "command", interrupted)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)  # main() installs its SIGTERM handler for good
+    assert main(["report", "folder"]) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+
+
+def test_an_error_that_is_not_of_an_interrupt_is_not_taken_for_one(monkeypatch):
+    from ddpbench.cli import report
+
+    def broken(args):
+        raise ImportError("initialization failed")
+
+    monkeypatch.setattr(report, "command", broken)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    with pytest.raises(ImportError):
+        main(["report", "folder"])
