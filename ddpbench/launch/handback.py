@@ -78,6 +78,11 @@ class Stall:
     def __init__(self, work_dir: Path, job: Job):
         self.work_dir, self.stall_s, self.fired = work_dir, job.stall_s, False
 
+    def watching(self) -> Stall | None:
+        """This, for a launcher's wait to ask once a second; None where the job has no stall limit (the wait
+        then sleeps until a rank exits, :mod:`ddpbench.launch.processes`)."""
+        return self if self.stall_s is not None else None
+
     def __call__(self) -> bool:
         if self.stall_s is None:
             return False

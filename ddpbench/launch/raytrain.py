@@ -141,7 +141,7 @@ class RayLauncher(Launcher):
             with open(driver_log, "wb") as log:
                 proc = subprocess.Popen(cmd, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                         start_new_session=True)
-            timed_out = wait_for_all([proc], start + timeout_s, 0.0, stall)
+            timed_out = wait_for_all([proc], start + timeout_s, 0.0, stall.watching())
         finally:
             if proc is not None:
                 end_processes([proc])  # Ray ends a job's workers when its driver goes

@@ -73,7 +73,7 @@ class SpawnLauncher(Launcher):
                         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                         start_new_session=True,
                     ))
-            timed_out = wait_for_all(procs, start + timeout_s, FAILURE_GRACE_S, stall)
+            timed_out = wait_for_all(procs, start + timeout_s, FAILURE_GRACE_S, stall.watching())
             # exit codes as the ranks left by themselves; None: still running, ended below
             exits = {rank: proc.poll() for rank, proc in enumerate(procs)}
         finally:

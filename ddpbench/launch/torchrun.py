@@ -200,7 +200,7 @@ def run_agents(spec, repeat: int, job: Job, job_file: Path, work_dir: Path, log_
     """One launch through ``agents`` (all of its nodes' agents that run here), read back as spawn's is."""
     stall = Stall(work_dir, job)
     procs, timed_out, wall_s = start_and_wait(spec, repeat, job_file, work_dir, log_dir, job.timeout_s, agents, env,
-                                              stall)
+                                              stall.watching())
     log_paths = [log_dir / agent.log_name(spec.key, repeat) for agent in agents]
     texts = [path.read_text(errors="replace") for path in log_paths]
     failures = {rank: code for text in texts for rank, code in agent_failures(text).items()}

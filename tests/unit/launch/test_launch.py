@@ -216,3 +216,10 @@ def test_waiting_ends_when_the_launch_stalls_not_at_its_deadline(monkeypatch):
     start = time.monotonic()
     assert wait_for_all([_Running()], start + 0.3, 5.0, lambda: False) is True  # the deadline still ends it
     assert time.monotonic() - start < 0.3 + 10 * poll_s
+
+
+def test_a_launch_without_a_stall_limit_is_waited_for_without_a_timer(tmp_path):
+    """Without a limit the wait sleeps until a rank exits (its descriptor), asked nothing once a second."""
+    assert Stall(tmp_path, Job.of(SPEC, 0, 30.0)).watching() is None
+    limited = Stall(tmp_path, Job.of(SPEC, 0, 30.0, stall_s=5.0))
+    assert limited.watching() is limited
