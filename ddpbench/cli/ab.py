@@ -88,6 +88,8 @@ def command(args) -> int:
             try:
                 outcome = _run(plans, out_dir, args, budget, max_rounds, within, seed, console)
             except SideFailed as err:  # one line: a side refused its experiment (2) or failed (1); rounds are kept
+                if err.interrupted:
+                    raise KeyboardInterrupt from err
                 say_error(f"error: {err}")
                 return EXIT_BAD_INPUT if err.code == EXIT_BAD_INPUT else EXIT_FAILED
     out = Console(highlight=False, soft_wrap=True)

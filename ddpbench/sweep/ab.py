@@ -84,6 +84,13 @@ class SideFailed(RuntimeError):
         super().__init__(message)
         self.code = code
 
+    @property
+    def interrupted(self) -> bool:
+        """Whether the side was ended by Ctrl-C or SIGTERM (the exit codes a sweep gives them, or the
+        signal itself): it shares the A/B's terminal group, so the A/B was interrupted too, even where
+        its own KeyboardInterrupt was lost (raised in a callback Python ignores)."""
+        return self.code in (128 + signal.SIGINT, 128 + signal.SIGTERM, -signal.SIGINT, -signal.SIGTERM)
+
 
 @dataclass(frozen=True)
 class SidePlan:

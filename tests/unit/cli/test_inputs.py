@@ -167,3 +167,26 @@ def test_an_error_that_is_not_of_an_interrupt_is_not_taken_for_one(monkeypatch):
     monkeypatch.setattr(signal, "signal", lambda *args: None)
     with pytest.raises(ImportError):
         main(["report", "folder"])
+
+
+@pytest.mark.parametrize("code, interrupted", [(130, True), (-signal.SIGINT, True), (143, True), (1, False)])
+def test_an_ab_whose_side_was_interrupted_ends_as_an_interrupt(tmp_path, monkeypatch, capsys, code, interrupted):
+    """Ctrl-C reaches the A/B and its sides alike; where the A/B's own KeyboardInterrupt was lost (raised in a
+    callback Python ignores: an import's module lock), the side's exit of an interrupt still ends the A/B as one."""
+    from ddpbench.cli import ab
+    from ddpbench.sweep.ab import SideFailed
+
+    def side_ended(*args):
+        raise SideFailed(f"side B (b.toml) exited with code {code}: interrupted (its log: B.log)", code)
+
+    for name in ("a.toml", "b.toml"):
+        (tmp_path / name).write_text('name = "t"\n')
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(ab, "_run", side_ended)
+    monkeypatch.setattr(signal, "signal", lambda *args: None)
+    got = main(["ab", "a.toml", "b.toml", "--out", "out"])
+    err = capsys.readouterr().err.splitlines()
+    if interrupted:
+        assert got == 130 and err[-1] == "interrupted", err
+    else:
+        assert got == 1 and err[-1].startswith("error: side B (b.toml) exited with code 1"), err
