@@ -22,14 +22,18 @@ from ddpbench.testing.planted_faults import FAULTS
 from ddpbench.testing.survivors import rank_processes
 
 
-def wait_for_runs(path, count, timeout=120):
-    """Waits until the results file ``path`` holds ``count`` run records; fails after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_for_runs(path, count, timeout=120, process=None):
+    """Waits until the results file ``path`` holds ``count`` run records; fails after ``timeout`` s, or as
+    soon as ``process`` (the sweep writing them, where given) has ended without them."""
+    start = time.monotonic()
+    while time.monotonic() < start + timeout:
         if path.exists() and path.read_text().count('"kind": "run"') >= count:
             return
+        if process is not None and process.poll() is not None:
+            raise AssertionError(f"the sweep ended (exit {process.returncode}) with fewer than {count} run records "
+                                 f"in {path}")
         time.sleep(0.2)
-    raise AssertionError(f"no {count} run records in {path}")
+    raise AssertionError(f"no {count} run records in {path} after {time.monotonic() - start:.0f} s")
 
 
 def tables_shape(out):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ddpbench.launch.ray_cluster import START_TIMEOUT_S
 from ddpbench.launch.ray_cluster import marked as marked_by_cluster
 from ddpbench.results.tables import load_tables
 from ddpbench.testing import (
@@ -71,13 +72,17 @@ def test_a_sweep_through_ray_train_interrupted_and_resumed_stores_what_spawn_sto
     sweep = subprocess.Popen(cli_command("sweep", str(exp), "--out", str(out), "--no-report", "--launcher", "ray"),
                              cwd=ROOT, env={**os.environ, MARK: mark}, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=as_from_a_terminal)
+    began = time.monotonic()
     try:
-        wait_for_runs(out / "results.jsonl", 1)  # the first launch stored; the second's workers starting
+        # the first launch stored; the second's workers starting. The sweep may take the cluster's start and the
+        # launch's timeout for it: in the whole suite on 2026-12-01 (CI), 120 s was not enough
+        wait_for_runs(out / "results.jsonl", 1, timeout=START_TIMEOUT_S + 120 + 30, process=sweep)
     except BaseException:
         sweep.kill()
         raise
     sweep.send_signal(signal.SIGINT)
     asked = time.monotonic()
+    print(f"ray: the first launch stored {asked - began:.1f} s after the sweep began")
     assert sweep.wait(LIMIT_S) == 130, sweep.stderr.read()
     assert "interrupted: finished launches are stored" in sweep.stderr.read()
     left = marked(mark)
