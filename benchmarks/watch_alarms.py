@@ -13,7 +13,8 @@ watch's own), from a step drawn at random (seeded) for each run:
 * ``straggler``: rank 1's forward and backward a quarter longer (``straggler:1:STEP:1.25``): called
   in time where rank 1 is named the straggler within 300 steps of the onset, no other rank ever;
 * ``data``: every rank's data phase longer by a quarter of its step (``data:STEP:1.25``): called in
-  time where the job is said slower, in its data phase, within 300 steps;
+  time where the job is said slower in its data phase, or its data phase called on its own (kind ``phase``: it
+  alone adds a tenth of the step), within 300 steps;
 * ``busy``: the machine made busy, nothing of the script changed: :data:`HOGS` processes spin on the CPU beside
   the ranks (``busy:STEP:HOGS``, started by rank 0): called in time where an alarm names a busy machine as its
   cause within 300 steps; an alarm that does not name it is a wrong one (and one that names it in another
@@ -59,7 +60,7 @@ from ended import run, stop_with_term  # noqa: E402
 from scale import machine  # noqa: E402  (a sibling benchmark)
 from written import check_out, emit, refuse  # noqa: E402
 
-from ddpbench.watch.alarms import BASELINE_FROM, BASELINE_STEPS, BUSY  # noqa: E402
+from ddpbench.watch.alarms import BASELINE_FROM, BASELINE_STEPS, BUSY, PHASE, SLOWER  # noqa: E402
 from ddpbench.watch.stream import STREAM_FILE  # noqa: E402
 
 ROOT = HERE.parent
@@ -117,7 +118,7 @@ def calling(condition: str, alarms: list[dict], onset: int) -> dict | None:
     if condition == "straggler":
         called = [a for a in alarms if a["kind"] == "straggler" and a["rank"] == "1"]
     elif condition == "data":
-        called = [a for a in alarms if a["kind"] == "slower" and a["phase"] == "data_ms"]
+        called = [a for a in alarms if a["kind"] in (SLOWER, PHASE) and a["phase"] == "data_ms"]
     elif condition == "busy":
         called = [a for a in alarms if a.get("cause") == BUSY]
     else:

@@ -94,9 +94,10 @@ def _alarms_section(alarms, folder: Path, out_dir: Path) -> Section:
                      cause, change, _trace_cell(a.trace, folder, out_dir)])
     text = html('<p class="note">Each alarm as the watch raised it (alarms.csv): where it was raised, the look that '
                 "first saw it, and its change against the run's own start with the interval of its sequential "
-                "test; its cause where the ranks' added wait for a CPU was half of the slowdown or more (a busy "
-                "machine: other work on its cores, not the training). Its trace's answer is the loss budget of the "
-                "traced steps (docs/traces.md).</p>")
+                "test (a phase's: the time it added a step, as a share of the step at the start); its cause where "
+                "the ranks' added wait for a CPU was half of the slowdown or more (a busy machine: other work on its "
+                "cores, not the training). Its trace's answer is the loss budget of the traced steps "
+                "(docs/traces.md).</p>")
     return Section("Alarms", text + html_table(["", "raised at step", "seen from step", "kind", "rank", "phase",
                                                  "cause", "change", "trace"], rows, numeric=(0, 1, 2)))
 

@@ -9,7 +9,9 @@ series are watched, each against the job's own past: its **baseline**, the steps
 * **the job's step** (kind ``slower``): the log of each step's time on the lowest rank (DDP's all-reduce
   holds every rank to one step time, so one rank's steps are the job's);
 * **each phase** (data, forward, backward, optimizer) on the sampled steps (every tenth), the median of
-  its log over the ranks that sampled it: which phase a slowdown is in;
+  its log over the ranks that sampled it: which phase a slowdown is in; and (kind ``phase``) the time it added
+  a step, as a share of the job's step at the baseline: one phase that alone adds :data:`MATERIAL` of the
+  step, where the job's step does not show it (another phase got faster: the machine's speed drifts);
 * **each rank's compute against the others'** (kind ``straggler``): on a sampled step, the rank's
   forward and backward up to its last gradient (``ready_ms`` less ``data_ms``) over the median of the
   other ranks'. In DDP the ranks wait for each other at the all-reduce, so a slow rank makes every
@@ -37,11 +39,14 @@ one test at the check's share of :data:`ALPHA` (the checks share it as the looks
   ``benchmarks/watch_alarms.md``). Its phase: of the phases whose dense steps
   lie beyond :data:`MATERIAL` against their baseline over all of their interval (at ``1 - alpha / phases``),
   the one whose added milliseconds a step stand above every other phase's (or none, the figures of each said);
+* a phase called at a look (:meth:`Alarms._judge_phases`) is raised where its dense steps also add at least
+  :data:`MATERIAL` of the step over all of their interval (at ``1 - alpha / phases``); not where the job's alarm
+  named it, nor while a busy machine's alarm stands (other work slows every phase at once);
 * each rank whose compute against the others' does so on the dense steps (at ``1 - alpha / ranks``) is
   named the straggler.
 
-A run that ends before its dense steps raises the job's call with what came (:meth:`Alarms.finish`): its
-look's own test, at that look's share of :data:`ALPHA`.
+A run that ends before its dense steps raises the job's or a phase's call with what came
+(:meth:`Alarms.finish`): its look's own test, at that look's share of :data:`ALPHA`.
 """
 
 from __future__ import annotations
@@ -80,8 +85,8 @@ DENSE_STEPS = 60
 DENSE_AFTER = 20
 #: how far past their last the lowest rank goes before they are judged (the other ranks' rows may lag)
 DENSE_LAG = 10
-#: the kinds of alarm
-SLOWER, STRAGGLER = "slower", "straggler"
+#: the kinds of alarm: the job's step slower; one phase's added time a step (a share of the step); a straggler
+SLOWER, PHASE, STRAGGLER = "slower", "phase", "straggler"
 #: an alarm's cause where its ranks' added wait for a CPU is half of the slowdown or more (:meth:`Alarms.busy`): other
 #: work on the machine held its cores, not the training's own change
 BUSY = "busy machine"
@@ -119,6 +124,8 @@ class Alarm:
     waited: tuple[float, float, float] | None = None
     #: :data:`BUSY` where that wait is half of the slowdown or more, else None
     cause: str | None = None
+    #: a phase's alarm (:data:`PHASE`): the job's step change meanwhile, (point, low, high) as ratios less 1
+    step_change: tuple[float, float, float] | None = None
 
     @property
     def start(self) -> int:
@@ -127,12 +134,25 @@ class Alarm:
     @property
     def words(self) -> str:
         how = f"{100 * self.change:+.0f} % ({100 * self.low:+.0f} to {100 * self.high:+.0f} %)"
+        if self.kind == PHASE:
+            (phase, ms), = self.added
+            return (f"the job's {phase.removesuffix('_ms')} phase takes {ms:+.2f} ms a step more than at the run's "
+                    f"own start, from about step {self.start}: {how} of the step then{self.job_words}"
+                    + self.busy_words)
         if self.kind == STRAGGLER:
             return (f"rank {self.rank} is the straggler from about step {self.start}: its compute is {how} against "
                     "the other ranks', against the run's own start; the others wait for it at each all-reduce"
                     + self.busy_words)
         return (f"the job's step is {how} against the run's own start, from about step {self.start}{self.where}"
                 + self.busy_words)
+
+    @property
+    def job_words(self) -> str:
+        """A phase's alarm: what the job's whole step did meanwhile (other phases may have offset it)."""
+        if self.step_change is None:
+            return ""
+        point, low, high = self.step_change
+        return f"; the job's step is {100 * point:+.0f} % ({100 * low:+.0f} to {100 * high:+.0f} %)"
 
     @property
     def busy_words(self) -> str:
@@ -191,6 +211,19 @@ class Series:
         point, low, high = shift_interval(self.baseline, values, confidence)
         return math.expm1(point), math.expm1(low), math.expm1(high)
 
+    def look_added(self, step_ms: float, tests: int) -> tuple[float, float, float] | None:
+        """A look at the time the series (logs of ms) added a step, as a share of ``step_ms`` (the job's step at
+        the baseline): (point, low, high), at the look's share of :data:`ALPHA` over ``tests`` series; None
+        before there is one."""
+        if len(self.baseline) < 2 or len(self.recent) < self.recent.maxlen:
+            return None
+        self.looks += 1
+        return self.added(list(self.recent), 1.0 - look_alpha(self.looks, ALPHA) / tests, step_ms)
+
+    def added(self, values: list[float], confidence: float, step_ms: float) -> tuple[float, float, float]:
+        """The shift in ms of ``values`` (logs) from the baseline, as a share of ``step_ms``."""
+        return tuple(v / step_ms for v in shift_interval(np.exp(self.baseline), np.exp(values), confidence))
+
 
 def beyond(change: tuple[float, float, float] | None) -> bool:
     """Whether a look's whole interval is at least :data:`MATERIAL` slower."""
@@ -241,6 +274,8 @@ class Alarms:
         self.pending: Pending | None = None  # a check, waiting for its dense steps
         self.checks = 0  # the checks judged so far (each spends its share of ALPHA)
         self.call: tuple[int, tuple] | None = None  # the job's call (its look's step, its change), until judged
+        self.phase_calls: dict[str, int] = {}  # each phase called at a look (its look's step), until judged
+        self.busy_machine = False  # whether the job's standing alarm named a busy machine
         self._looked = -1
 
     def feed(self, rank: int, rows: list[tuple]) -> list[Alarm]:
@@ -270,9 +305,8 @@ class Alarms:
         return new
 
     def finish(self) -> list[Alarm]:
-        """As the run ends: a call still waiting for its dense steps raised with what came of them."""
-        if self.call is not None and self.pending is None:
-            self.pending = Pending(self.call[0], 0, -1)  # no dense step: its phase from the sampled ones
+        """As the run ends: a call still waiting for its dense steps raised with what came of them (a look that
+        calls asks for them, so every call has its check)."""
         new = self._judge(max(self.furthest, 0)) if self.pending is not None else []
         self.raised += new
         return new
@@ -332,7 +366,16 @@ class Alarms:
         if beyond(job) and not self.job.called:
             self.call = (step, job)  # raised once dense steps bear it out and name its phase (:meth:`_judge`)
         self.job.called = still_called(self.job.called, job)
-        if self.pending is None and (looks_slower or suspect or self.call is not None):
+        self.busy_machine = self.busy_machine and self.job.called
+        if len(self.job.baseline) >= 2:  # each phase's added time a step, against the job's step at its start
+            step_ms = self.step_ms()
+            for phase, series in self.phases.items():
+                added = series.look_added(step_ms, len(self.phases))
+                # other work slows every phase: none is called on its own while a busy machine's alarm stands
+                if beyond(added) and not series.called and not self.busy_machine and phase not in self.phase_calls:
+                    self.phase_calls[phase] = step
+                series.called = series.called and not within(added)
+        if self.pending is None and (looks_slower or suspect or self.call is not None or self.phase_calls):
             first = self.furthest + DENSE_AFTER  # the job or a rank looks slower: measured, not guessed
             self.pending = Pending(step, first, first + DENSE_STEPS - 1)
             self.asked.append({"dense": {"from_step": first, "steps": DENSE_STEPS}})
@@ -354,6 +397,10 @@ class Alarms:
                 waited, cause = self.busy(self.queued, check.queued, added_ms)
                 new.append(Alarm(step, None, SLOWER, phase, *change, since=since, added=added, waited=waited,
                                  cause=cause))
+                if phase is not None:  # the phase it names is called with it; one it does not may be on its own
+                    self.phases[phase].called = True
+                self.busy_machine = cause == BUSY
+        new += self._judge_phases(step, check)
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
         for rank, values in sorted(check.ranks.items()):
             series = self.ranks[rank]
@@ -366,6 +413,35 @@ class Alarms:
                 waited, cause = self.busy(self.rank_queued[rank], check.rank_queued.get(rank), added_ms)
                 new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since, waited=waited,
                                  cause=cause))
+        return new
+
+    def step_ms(self) -> float:
+        """The job's step at the baseline, ms (its median)."""
+        return math.exp(statistics.median(self.job.baseline))
+
+    def _judge_phases(self, step: int, check: Pending) -> list[Alarm]:
+        """The phases called at a look, each raised where its ``check``'s dense steps (where none came, its latest
+        sampled ones) also add at least :data:`MATERIAL` of the job's step over all of their interval: a phase
+        whose own change is material even where the job's step is not (another phase got faster meanwhile)."""
+        calls, self.phase_calls = self.phase_calls, {}
+        if self.busy_machine:  # the job's alarm judged with them named a busy machine: it holds every phase's change
+            return []
+        confidence = 1.0 - look_alpha(self.checks, ALPHA) / len(self.phases)
+        new = []
+        for phase, since in sorted(calls.items(), key=lambda c: c[1]):
+            series = self.phases[phase]
+            if series.called:  # a job's alarm said so already
+                continue
+            latest = check.phases.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
+            share = series.added(latest, confidence, self.step_ms())
+            if not beyond(share):
+                continue
+            series.called = True
+            step_change = self.job.against(check.job or list(self.job.recent), 1.0 - ALPHA)
+            waited, cause = self.busy(self.queued, check.queued, share[0] * self.step_ms())
+            new.append(Alarm(step, None, PHASE, phase, *share, since=since,
+                             added=((phase, share[0] * self.step_ms()),), waited=waited, cause=cause,
+                             step_change=step_change))
         return new
 
     @staticmethod
