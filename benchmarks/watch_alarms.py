@@ -33,13 +33,15 @@ as a median over 50 steps in a row, rose above its baseline's, and where that sp
 at the same step run after run is something the run itself does there (a look of the watch that took the
 ranks' cores would show so). Each run's line on the console gives its spell and the share of the CPU the hypervisor
 took while it ran (steal, ``/proc/stat``).
-``--keep DIR`` keeps each run's watch folder (its stream, alarms and traces) under DIR, a new folder.
+``--keep DIR`` keeps each run's watch folder (its stream, alarms and traces) under DIR, a new folder, with what was
+planted in it (``run.json``: script, condition, onset): ``benchmarks/watch_replay.py`` feeds them again.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
 import math
 import os
 import random
@@ -70,6 +72,8 @@ SCRIPTS = {"lm": (ROOT / "experiments" / "watch" / "train_lm.py", "--steps"),
 CONDITIONS = ("unchanged", "straggler", "data", "busy")
 #: the processes the ``busy`` condition starts to spin beside the ranks (this VM has two cores)
 HOGS = 1
+#: each kept run's record of what was planted (script, condition, onset), beside its watch folder
+RUN_FILE = "run.json"
 #: the steps from the onset within which a call is in time
 IN_TIME = 300
 #: the steps of a spell (:func:`slowest_spell`)
@@ -83,6 +87,8 @@ def run_once(script: str, condition: str, steps: int, onset: int, work: Path) ->
     args = [steps_flag, str(steps)] if steps_flag else ["--epochs", "10", "--samples", str(64 * steps // 10),
                                                         "--snapshot-every", "0"]
     out = Path(tempfile.mkdtemp(prefix=f"{script}-{condition}-", dir=work)) / "watch"
+    # what was planted, beside the watch's folder: benchmarks/watch_replay.py feeds a kept run again
+    (out.parent / RUN_FILE).write_text(json.dumps({"script": script, "condition": condition, "onset": onset}))
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(HERE / "watch_faults")}
     if condition == "straggler":
         env["WATCH_FAULT"] = f"straggler:1:{onset}:1.25"

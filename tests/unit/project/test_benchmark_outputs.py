@@ -22,6 +22,7 @@ TOLD = {"budget_check": (OUT, ["reports/examples/trace-cpu"]), "checker_mutation
         "scale": (OUT, []),
         "script_corpus": (OUT, []), "suite_durations": (("--out", "--costs", "--json"), []), "traces": (OUT, []),
         "watch_alarms": (OUT, []), "watch_collector": (OUT, []), "watch_cost": (OUT, []),
+        "watch_replay": (OUT, ["benchmarks"]),
         "watch_cost_interleaved": (OUT, []), "whatif_bands": (OUT, []), "whatif_holdout": (OUT, []),
         "whatif_loso": (OUT, [])}
 
