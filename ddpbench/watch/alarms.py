@@ -41,7 +41,8 @@ one test at the check's share of :data:`ALPHA` (the checks share it as the looks
   the one whose added milliseconds a step stand above every other phase's (or none, the figures of each said);
 * a phase called at a look (:meth:`Alarms._judge_phases`) is raised where its dense steps also add at least
   :data:`MATERIAL` of the step over all of their interval (at ``1 - alpha / phases``); not where the job's alarm
-  named it, nor while a busy machine's alarm stands (other work slows every phase at once);
+  named it, nor where a standing alarm holds its change (:meth:`Alarms.explained`: a busy machine's, every
+  phase's; a straggler's, its compute's);
 * each rank whose compute against the others' does so on the dense steps (at ``1 - alpha / ranks``) is
   named the straggler.
 
@@ -93,6 +94,9 @@ BUSY = "busy machine"
 #: the share of a slowdown's added time (its point estimate) the added wait for a CPU must reach over its whole
 #: interval for :data:`BUSY` to be named: most of it
 BUSY_SHARE = 0.5
+#: the phases a rank's compute spans (its ``ready_ms`` less its ``data_ms``), where a straggler's lateness and the
+#: others' wait for it fall: none of them is called on its own while a straggler's alarm stands
+COMPUTE_PHASES = ("forward_ms", "backward_ms")
 #: the file of a watched run's alarms, in its output folder, and its columns in order: ``step``, where it
 #: was raised; ``since``, the look that first saw the change
 ALARMS_FILE = "alarms.csv"
@@ -275,7 +279,7 @@ class Alarms:
         self.checks = 0  # the checks judged so far (each spends its share of ALPHA)
         self.call: tuple[int, tuple] | None = None  # the job's call (its look's step, its change), until judged
         self.phase_calls: dict[str, int] = {}  # each phase called at a look (its look's step), until judged
-        self.busy_machine = False  # whether the job's standing alarm named a busy machine
+        self.busy_machine = False  # whether the job's standing alarm named a busy machine, its wait not yet gone
         self._looked = -1
 
     def feed(self, rank: int, rows: list[tuple]) -> list[Alarm]:
@@ -366,13 +370,12 @@ class Alarms:
         if beyond(job) and not self.job.called:
             self.call = (step, job)  # raised once dense steps bear it out and name its phase (:meth:`_judge`)
         self.job.called = still_called(self.job.called, job)
-        self.busy_machine = self.busy_machine and self.job.called
+        self.busy_machine = self.busy_machine and self.job.called and self.waiting()
         if len(self.job.baseline) >= 2:  # each phase's added time a step, against the job's step at its start
             step_ms = self.step_ms()
             for phase, series in self.phases.items():
                 added = series.look_added(step_ms, len(self.phases))
-                # other work slows every phase: none is called on its own while a busy machine's alarm stands
-                if beyond(added) and not series.called and not self.busy_machine and phase not in self.phase_calls:
+                if beyond(added) and not series.called and not self.explained(phase) and phase not in self.phase_calls:
                     self.phase_calls[phase] = step
                 series.called = series.called and not within(added)
         if self.pending is None and (looks_slower or suspect or self.call is not None or self.phase_calls):
@@ -400,7 +403,6 @@ class Alarms:
                 if phase is not None:  # the phase it names is called with it; one it does not may be on its own
                     self.phases[phase].called = True
                 self.busy_machine = cause == BUSY
-        new += self._judge_phases(step, check)
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / max(1, len(check.ranks))
         for rank, values in sorted(check.ranks.items()):
             series = self.ranks[rank]
@@ -413,7 +415,22 @@ class Alarms:
                 waited, cause = self.busy(self.rank_queued[rank], check.rank_queued.get(rank), added_ms)
                 new.append(Alarm(step, rank, STRAGGLER, None, *change, since=check.since, waited=waited,
                                  cause=cause))
-        return new
+        return new + self._judge_phases(step, check)
+
+    def explained(self, phase: str) -> bool:
+        """Whether a standing alarm holds ``phase``'s change: a busy machine's (other work slows every phase at once),
+        or a straggler's, of the phases its compute spans (:data:`COMPUTE_PHASES`; with two ranks, their median is
+        half the straggler's)."""
+        return self.busy_machine or (phase in COMPUTE_PHASES and any(s.called for s in self.ranks.values()))
+
+    def waiting(self) -> bool:
+        """Whether the ranks still wait for a CPU more than at the start: the most any rank waited a sampled step,
+        its latest window against its baseline, the whole interval above nothing (at ``1 - ALPHA``). A busy
+        machine's spell that has passed holds no phase's later change (a slower input pipeline after it)."""
+        values = list(self.queued.recent)
+        if len(self.queued.baseline) < 2 or len(values) < 2:
+            return False
+        return shift_interval(self.queued.baseline, values, 1.0 - ALPHA)[1] > 0
 
     def step_ms(self) -> float:
         """The job's step at the baseline, ms (its median)."""
@@ -424,13 +441,11 @@ class Alarms:
         sampled ones) also add at least :data:`MATERIAL` of the job's step over all of their interval: a phase
         whose own change is material even where the job's step is not (another phase got faster meanwhile)."""
         calls, self.phase_calls = self.phase_calls, {}
-        if self.busy_machine:  # the job's alarm judged with them named a busy machine: it holds every phase's change
-            return []
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / len(self.phases)
         new = []
         for phase, since in sorted(calls.items(), key=lambda c: c[1]):
             series = self.phases[phase]
-            if series.called:  # a job's alarm said so already
+            if series.called or self.explained(phase):  # an alarm judged with it said so, or holds its change
                 continue
             latest = check.phases.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
             share = series.added(latest, confidence, self.step_ms())

@@ -193,6 +193,32 @@ def test_no_phase_is_called_on_its_own_while_a_busy_machine_s_alarm_stands():
         assert alarms.checks == 1
 
 
+def test_no_compute_phase_is_called_on_its_own_while_a_straggler_s_alarm_stands():
+    """Rank 1's compute two and a half times as long: with two ranks, the forward's median is half the straggler's,
+    a tenth of the step and more. The straggler's alarm holds that change: no forward or backward alarm of the
+    job's follows it. A data phase slower as well is no part of a rank's compute, and is called."""
+    for seed in range(3):
+        raised = feed(ddp_run(seed, slow_rank=1, factor=2.5))
+        assert (STRAGGLER, 1) in [(a.kind, a.rank) for a in raised] and PHASE not in {a.kind for a in raised}, raised
+        raised = feed(ddp_run(seed, slow_rank=1, factor=1.6, slow_phase={"data_ms": 5.0}))
+        assert (STRAGGLER, 1) in [(a.kind, a.rank) for a in raised], raised
+        assert [a.phase for a in raised if a.kind == PHASE] == ["data_ms"], raised
+
+
+def test_a_busy_machine_s_spell_that_passed_holds_no_later_phase_s_change():
+    """Other work holds the cores from step 450 to 650 (the job's alarm names the busy machine); the input pipeline
+    slows from 640 on, so the job's step never returns to its start. Once the ranks' wait for a CPU is back to its
+    start, the data phase is called on its own, in time."""
+    for seed in range(3):
+        busy = ddp_run(seed, busy=(0, 1), factor=1.6, onset=450, until=650)
+        data = ddp_run(seed, slow_phase="data_ms", factor=4.0, onset=640)  # the same noise: the same seed
+        rows = {r: busy[r][:640] + data[r][640:] for r in busy}
+        raised = feed(rows)
+        assert (raised[0].kind, raised[0].cause) == (SLOWER, BUSY), raised
+        called = [a for a in raised if (a.kind, a.phase) == (PHASE, "data_ms")]
+        assert called and 640 < called[0].step <= 940 and called[0].cause is None, raised
+
+
 def test_a_job_slowed_by_a_busy_machine_is_said_so_with_its_added_wait_for_a_cpu():
     """Every rank's compute a quarter longer, all of it time waiting for a CPU (other work on its cores): the
     job is slower, and the cause is the machine, the wait's figures said."""
