@@ -225,7 +225,7 @@ class Series:
         return self.added(list(self.recent), 1.0 - look_alpha(self.looks, ALPHA) / tests, step_ms)
 
     def added(self, values: list[float], confidence: float, step_ms: float) -> tuple[float, float, float]:
-        """The shift in ms of ``values`` (logs) from the baseline, as a share of ``step_ms``."""
+        """The shift in ms of ``values`` (logs) from the baseline, as a share of ``step_ms`` (1.0: in ms)."""
         return tuple(v / step_ms for v in shift_interval(np.exp(self.baseline), np.exp(values), confidence))
 
 
@@ -442,21 +442,20 @@ class Alarms:
         whose own change is material even where the job's step is not (another phase got faster meanwhile)."""
         calls, self.phase_calls = self.phase_calls, {}
         confidence = 1.0 - look_alpha(self.checks, ALPHA) / len(self.phases)
-        new = []
+        step_ms, new = self.step_ms(), []
         for phase, since in sorted(calls.items(), key=lambda c: c[1]):
             series = self.phases[phase]
             if series.called or self.explained(phase):  # an alarm judged with it said so, or holds its change
                 continue
             latest = check.phases.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
-            share = series.added(latest, confidence, self.step_ms())
+            share = series.added(latest, confidence, step_ms)
             if not beyond(share):
                 continue
             series.called = True
             step_change = self.job.against(check.job or list(self.job.recent), 1.0 - ALPHA)
-            waited, cause = self.busy(self.queued, check.queued, share[0] * self.step_ms())
-            new.append(Alarm(step, None, PHASE, phase, *share, since=since,
-                             added=((phase, share[0] * self.step_ms()),), waited=waited, cause=cause,
-                             step_change=step_change))
+            waited, cause = self.busy(self.queued, check.queued, share[0] * step_ms)
+            new.append(Alarm(step, None, PHASE, phase, *share, since=since, added=((phase, share[0] * step_ms),),
+                             waited=waited, cause=cause, step_change=step_change))
         return new
 
     @staticmethod
@@ -486,7 +485,7 @@ class Alarms:
             latest = dense.get(phase) or list(series.recent)[-max(2, series.recent.maxlen // 2):]
             if beyond(series.against(latest, confidence)):
                 slower.append(phase)
-            added[phase] = shift_interval(np.exp(series.baseline), np.exp(latest), confidence)
+            added[phase] = series.added(latest, confidence, 1.0)
         above = [p for p in slower if all(added[p][1] > added[q][2] for q in added if q != p)]
         ordered = tuple((p, added[p][0]) for p in sorted(slower, key=lambda p: (p not in above, -added[p][0])))
         return (above[0] if above else None), ordered
