@@ -13,8 +13,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from ddpbench.audit.budget import STRAGGLER
 from ddpbench.audit.figures import FIELDS, Figures, ratio_interval
-from ddpbench.audit.pool import Entry, _add, between, build, group_figures, pair_figures, paired, pooled_launches
+from ddpbench.audit.pool import (
+    BUDGET,
+    Entry,
+    _add,
+    between,
+    build,
+    group_figures,
+    job_figures,
+    pair_figures,
+    paired,
+    pooled_launches,
+)
 
 #: each job's launches (ms): k1 and k2 are one setting at two caps (the same buckets), k3 and k4 others;
 #: k4 ran two launches, the others three (the same rounds)
@@ -210,3 +222,57 @@ def test_a_figure_that_is_not_a_finite_number_is_not_listed():
         _add(pool, "ms", value, "not a figure")
     _add(pool, "ms", "12.5", "a number written as text", 12.0, 13.0, family="f")
     assert pool == {"ms": [Entry(12.5, "a number written as text", 12.0, 13.0, "f")]}
+
+
+def by_name(pool: dict) -> dict:
+    return {e.name: (unit, e) for unit, entries in pool.items() for e in entries}
+
+
+def test_a_job_s_step_exposed_time_and_communication_carry_their_own_intervals_and_families():
+    fig = folder(step_low={"k1": 98.5}, step_high={"k1": 105.5}, exposed_low={"k1": 8.0}, exposed_high={"k1": 12.5},
+                 comm_ms={"k1": 7.0}, step_ms_pooled={"k1": 100.0}, speedup={"k1": 1.8}, speedup_low={"k1": 1.6},
+                 speedup_high={"k1": 1.9}, efficiency_pct={"k1": 90.0})
+    pool: dict = {}
+    job_figures(fig, "k1", pool)
+    got = by_name(pool)
+    step = got["step_ms of k1"]
+    assert step[0] == "ms" and (step[1].low, step[1].high, step[1].family) == (98.5, 105.5, "")
+    exposed = got["exposed_ms of k1"][1]
+    assert (exposed.value, exposed.low, exposed.high) == (10.0, 8.0, 12.5)
+    assert got["comm_ms of k1"][1].family == "comm phase" and math.isnan(got["comm_ms of k1"][1].low)
+    share = got["exposed share of k1"][1]  # over the pooled mean step, its interval too
+    assert (share.value, share.low, share.high, share.family) == (10.0, 8.0, 12.5, "share")
+    speedup = got["speedup of k1"]
+    assert speedup[0] == "x" and (speedup[1].low, speedup[1].high, speedup[1].family) == (1.6, 1.9, "speedup")
+    efficiency = got["efficiency of k1"][1]  # the speedup's interval over the world size (2)
+    assert (efficiency.value, efficiency.low, efficiency.high, efficiency.family) == (90.0, 80.0, 95.0, "efficiency")
+
+
+def test_a_job_s_loss_budget_lists_each_line_with_its_interval_in_ms_and_in_percent_of_the_loss():
+    lines = {f"budget_{line}": {"k1": 2.0 + i} for i, line in enumerate(BUDGET) if line != "loss"}
+    ends = {f"budget_{line}_{end}": {"k1": 1.0 + i + (2 if end == "high" else 0)}
+            for i, line in enumerate(BUDGET) for end in ("low", "high")}
+    fig = folder(budget_loss={"k1": 40.0}, barrier_share={"k1": 0.75}, barrier_late_pct={"k1": 6.0},
+                 barrier_late_ms={"k1": 3.5}, barrier_wait_ms={"k1": 4.5}, **lines, **ends)
+    pool: dict = {}
+    job_figures(fig, "k1", pool)
+    got = by_name(pool)
+    for i, line in enumerate(BUDGET):
+        unit, e = got[f"{line} line of k1's loss budget"]
+        assert unit == "ms" and (e.low, e.high, e.family) == (1.0 + i, 3.0 + i, line)
+        if line != "loss":
+            unit, share = got[f"{line} line of k1 in % of its loss"]
+            assert unit == "%" and math.isclose(share.value, 100 * (2.0 + i) / 40.0) and share.family == "loss"
+    assert got["the baseline k1's loss is over"][1].value == pytest.approx(np.mean(LAUNCHES["k1"]) - 40.0)
+    assert got["the baseline k1's loss is over"][1].family == "baseline"
+    assert (got["share of k1's steps its last-ready rank was last"][1].value,
+            got["share of k1's steps its last-ready rank was last"][1].family) == (75.0, "last share")
+    assert got["k1's last-ready rank's lateness in % of the step"][1].family == "late share"
+    assert got["barrier late_ms of k1"][1].family == "lateness"
+    assert got["the barrier's wait of k1"][1].family == STRAGGLER and got["the barrier's wait of k1"][1].value == 4.5
+
+
+def test_a_job_without_a_loss_budget_has_no_line_of_one():
+    pool: dict = {}
+    job_figures(folder(), "k1", pool)
+    assert not [name for name in by_name(pool) if "loss" in name]
