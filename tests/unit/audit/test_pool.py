@@ -263,13 +263,31 @@ def test_a_job_s_loss_budget_lists_each_line_with_its_interval_in_ms_and_in_perc
         if line != "loss":
             unit, share = got[f"{line} line of k1 in % of its loss"]
             assert unit == "%" and math.isclose(share.value, 100 * (2.0 + i) / 40.0) and share.family == "loss"
-    assert got["the baseline k1's loss is over"][1].value == pytest.approx(np.mean(LAUNCHES["k1"]) - 40.0)
-    assert got["the baseline k1's loss is over"][1].family == "baseline"
-    assert (got["share of k1's steps its last-ready rank was last"][1].value,
-            got["share of k1's steps its last-ready rank was last"][1].family) == (75.0, "last share")
-    assert got["k1's last-ready rank's lateness in % of the step"][1].family == "late share"
-    assert got["barrier late_ms of k1"][1].family == "lateness"
-    assert got["the barrier's wait of k1"][1].family == STRAGGLER and got["the barrier's wait of k1"][1].value == 4.5
+    assert "loss line of k1 in % of its loss" not in got
+    over = got["the baseline k1's loss is over"]
+    assert over[0] == "ms" and over[1].value == pytest.approx(np.mean(LAUNCHES["k1"]) - 40.0)
+    assert over[1].family == "baseline"
+    barrier = {name: (unit, e.value, e.family)
+               for name, (unit, e) in got.items() if "barrier" in name or "last-" in name}
+    assert barrier == {
+        "share of k1's steps its last-ready rank was last": ("%", 75.0, "last share"),
+        "k1's last-ready rank's lateness in % of the step": ("%", 6.0, "late share"),
+        "barrier late_ms of k1": ("ms", 3.5, "lateness"),
+        "the barrier's wait of k1": ("ms", 4.5, STRAGGLER),
+        "barrier wait_ms of k1": ("ms", 4.5, ""),
+    }
+
+
+@pytest.mark.parametrize("loss, shares", [(0.5, True), (0.0, False), (math.nan, False)])
+def test_a_budget_line_is_a_share_of_its_loss_only_where_the_loss_is_a_positive_number(loss, shares):
+    fig = folder(budget_loss={"k1": loss}, budget_data={"k1": 0.25})
+    pool: dict = {}
+    job_figures(fig, "k1", pool)
+    got = by_name(pool)
+    assert ("data line of k1 in % of its loss" in got) is shares
+    assert ("the baseline k1's loss is over" in got) is not math.isnan(loss)
+    if shares:
+        assert got["data line of k1 in % of its loss"][1].value == 50.0
 
 
 def test_a_job_without_a_loss_budget_has_no_line_of_one():
