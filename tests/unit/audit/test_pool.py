@@ -3,7 +3,8 @@ folder's launches by its definitions and compared whole (name, value, interval, 
 ``build`` lists. tests/unit/audit/test_lookup.py holds the lookup to ``build``; these hold ``build`` to the
 definitions a sentence's figures are checked against: a step ratio, a change and a gain with the interval of
 the ratio of mean steps (paired where two jobs ran in the same rounds), a sample's time and cost, the
-figures of a setting of several caps, and those between such a setting and the other jobs."""
+figures of a setting of several caps, and those between such a setting and the other jobs; and a job's own
+figures (``job_figures``): each with its unit, interval and family, its loss budget's lines among them."""
 
 from __future__ import annotations
 
