@@ -43,6 +43,8 @@ ADDRESS_FILE = "ray_current_cluster"
 OBJECT_STORE_BYTES = 100 * 1024 * 1024
 #: how long a node may take to start, seconds
 START_TIMEOUT_S = 120.0
+#: how often a starting node asks its GCS whether it has registered, seconds
+REGISTER_POLL_S = 0.25
 #: between SIGTERM and SIGKILL when stopping a node: its state is thrown away with its folder
 STOP_GRACE_S = 2.0
 #: what Ray reads in every process of a cluster ddpbench starts, and in every driver
@@ -216,6 +218,32 @@ os.killpg(node, signal.SIGKILL)
 """
 
 
+def wait_to_register(services, deadline: float) -> None:
+    """Have ``ray start`` wait for its node to register with the GCS until ``deadline`` (``time.monotonic()``),
+    not only Ray's own 30 s.
+
+    Ray 2.60 gives a starting node a fixed 30 s to register (``raylet_start_wait_time_s`` in
+    ``ray._private.node.Node``, no setting: ray-project/ray#47087), then says "The current node timed out
+    during startup"; a busy machine outlasts it while the node is merely slow. Ray asks the GCS for the
+    node through ``services.get_node`` (``ray._private.services``), which raises RuntimeError while the
+    node is unknown: here each such call asks again until the node is known or ``deadline`` has passed,
+    and raises the GCS's last word then. A Ray without ``get_node`` is left as it is."""
+    asked = getattr(services, "get_node", None)
+    if asked is None:
+        return
+
+    def get_node(*args, **kwargs):
+        while True:
+            try:
+                return asked(*args, **kwargs)
+            except RuntimeError:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(REGISTER_POLL_S)
+
+    services.get_node = get_node
+
+
 def main(argv: list[str]) -> None:
     """A node of a cluster ddpbench started: ``SWEEP_PID FOLDER -- RAY_START_ARGS...``. Dies with the
     sweep, has a reaper end the whole node when it ends, then runs ``ray start`` in this process."""
@@ -225,8 +253,10 @@ def main(argv: list[str]) -> None:
         sys.exit(EXIT_ORPHANED)  # started otherwise than by RayCluster._node: it could not be reaped
     subprocess.Popen([sys.executable, "-I", "-S", "-c", _REAPER, str(os.getpid()), folder], stdin=subprocess.DEVNULL,
                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True)
+    from ray._private import services
     from ray.scripts.scripts import main as ray_main
 
+    wait_to_register(services, time.monotonic() + START_TIMEOUT_S)  # RayCluster.start's own limit ends it first
     sys.argv = ["ray", *args]
     ray_main()
 

@@ -44,6 +44,7 @@ from ddpbench.analysis.core import thresholds
 from ddpbench.analysis.models import loso
 from ddpbench.audit.figures import ratio_interval
 from ddpbench.experiment.spec import FIELDS
+from ddpbench.launch.ray_cluster import START_TIMEOUT_S as RAY_START_TIMEOUT_S
 from ddpbench.testing import ROOT
 from ddpbench.testing.scripts import load_benchmark
 from ddpbench.traces.compare import GRADIENT_TOLERANCE, SHARED_KERNELS
@@ -1462,7 +1463,10 @@ SETTINGS: dict[str, list[str]] = {
                                 "one every 100 ms", "constant 50 %", "every 100 ms"],
     "docs/multi-node.md": ["~5 MB", "10 Gbit/s, 1 Gbit/s and 100 Mbit/s", "1, 5 and 25 MB", "at 1 Gbit/s",
                            "at 10 Gbit/s", "a 100 MB object store",
-                           "Ray Train at most 1.15 times plain torch"],  # Ray's own release gate
+                           "Ray Train at most 1.15 times plain torch",  # Ray's own release gate
+                           # a started cluster's start timeout, and Ray 2.60's fixed wait for a node to register
+                           f"The cluster has {RAY_START_TIMEOUT_S:g} s", f"within the {RAY_START_TIMEOUT_S:g} s instead",
+                           "a fixed 30 s to register"],
 }
 
 
