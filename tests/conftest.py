@@ -19,7 +19,7 @@ from ddpbench.experiment.load import parse_experiment
 from ddpbench.experiment.machine import Machine
 from ddpbench.testing import ROOT, run_main
 from ddpbench.testing.fuzzing import INNER_PROFILE  # registers the profile, for --hypothesis-profile too
-from ddpbench.testing.scheduling import SHARED, SharedLaunchAgain, Starts
+from ddpbench.testing.scheduling import SHARED, SharedLaunchAgain, Starts, quickest_files_first
 
 pytest_plugins = ("pytester",)  # tests/processes/benchplugin/test_pytest_plugin.py runs pytest on a user's suite
 
@@ -36,12 +36,20 @@ INTEGRATION = TESTS / "integration"
 SLOW_FOLDERS = (PROCESSES, EXAMPLES, INTEGRATION)
 
 
+#: mutmut's record of each test's seconds, in the folder it runs a mutant's tests from (benchmarks/mutation.py)
+MUTMUT_STATS = Path("mutmut-stats.json")
+
+
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marks
 def pytest_collection_modifyitems(config, items):
-    """Every test under :data:`SLOW_FOLDERS` is slow, by its folder; no test sets the mark by hand."""
+    """Every test under :data:`SLOW_FOLDERS` is slow, by its folder; no test sets the mark by hand. Under mutmut
+    (benchmarks/mutation.py), a mutant's tests run by file, the quickest files first by the seconds mutmut
+    recorded for their tests (:func:`ddpbench.testing.scheduling.quickest_files_first`)."""
     for item in items:
         if any(folder in Path(item.path).parents for folder in SLOW_FOLDERS):
             item.add_marker("slow")
+    if os.environ.get("MUTANT_UNDER_TEST") and MUTMUT_STATS.is_file():
+        items[:] = quickest_files_first(items, json.loads(MUTMUT_STATS.read_text()).get("duration_by_test", {}))
 
 
 def _inner_loop(config) -> bool:

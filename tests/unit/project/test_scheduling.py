@@ -21,6 +21,7 @@ from ddpbench.testing.scheduling import (
     ONE_AT_A_TIME,
     UnitsThenAlone,
     measured_costs,
+    quickest_files_first,
     runs_alone,
     runs_one_at_a_time,
 )
@@ -218,3 +219,35 @@ def test_the_costs_are_read_from_the_durations_benchmark_s_file_and_a_missing_or
         assert measured_costs(good) == {}, damaged
     committed = measured_costs()  # the committed file: every file it names is in the suite
     assert all((ROOT / name).is_file() for name in committed)
+
+
+def test_under_mutmut_the_quickest_files_go_first_each_file_s_tests_in_their_own_order():
+    item = SimpleNamespace
+    items = [item(path="slow.py", nodeid="slow.py::a"), item(path="slow.py", nodeid="slow.py::b"),
+             item(path="quick.py", nodeid="quick.py::c"), item(path="unmeasured.py", nodeid="unmeasured.py::d"),
+             item(path="quick.py", nodeid="quick.py::e"), item(path="mid.py", nodeid="mid.py::f")]
+    # slow.py's quicker test does not take it ahead of a file quicker in all (quick.py: 0.5 + 2.0 s)
+    seconds = {"slow.py::a": 10.0, "slow.py::b": 0.1, "quick.py::c": 0.5, "quick.py::e": 2.0, "mid.py::f": 5.0}
+    ordered = quickest_files_first(items, seconds)
+    assert [i.nodeid for i in ordered] == ["unmeasured.py::d", "quick.py::c", "quick.py::e", "mid.py::f",
+                                           "slow.py::a", "slow.py::b"]
+
+
+def test_the_suite_s_hook_orders_a_mutant_s_tests_by_mutmut_s_seconds_only_under_mutmut(request, tmp_path,
+                                                                                         monkeypatch):
+    """tests/conftest.py's collection hook itself: under mutmut (``MUTANT_UNDER_TEST`` set, its
+    ``mutmut-stats.json`` in the folder it runs from) the quickest files first; otherwise the order kept."""
+    (hook,) = [plugin.pytest_collection_modifyitems for plugin in request.config.pluginmanager.get_plugins()
+               if getattr(plugin, "__file__", "") == str(ROOT / "tests" / "conftest.py")]
+    made = lambda: [SimpleNamespace(path=ROOT / "tests" / "unit" / name, nodeid=f"tests/unit/{name}::t", # noqa: E731
+                                    add_marker=lambda mark: None) for name in ("slow.py", "quick.py")]
+    (tmp_path / "mutmut-stats.json").write_text(json.dumps({"duration_by_test": {"tests/unit/slow.py::t": 9.0}}))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MUTANT_UNDER_TEST", raising=False)
+    items = made()
+    hook(request.config, items)
+    assert [i.nodeid for i in items] == ["tests/unit/slow.py::t", "tests/unit/quick.py::t"]
+    monkeypatch.setenv("MUTANT_UNDER_TEST", "ddpbench.x.x_f__mutmut_1")
+    items = made()
+    hook(request.config, items)
+    assert [i.nodeid for i in items] == ["tests/unit/quick.py::t", "tests/unit/slow.py::t"]
