@@ -6,10 +6,15 @@ on, and each module's score stored with its command, date and commit.
 
 The modules come in groups, declared in ``benchmarks/mutation.toml``: each group's modules, the tests that may
 kill their mutants (tests that start no process: a process test runs unmutated code in its children) and its
-target score. For each group, in a copy of the committed tree (HEAD's: mutmut rewrites the package it runs, and
+target score. A module too large for one session's run is measured in parts: groups that each name some of its
+``functions`` (fnmatch patterns: ``derive``, ``_add_*``, a class's methods ``Figures.*``), each part a row of its own
+(``path (group)``); together they name each of its functions once (tests/unit/project/test_mutation_scores.py).
+For each group, in a copy of the committed tree (HEAD's: mutmut rewrites the package it runs, and
 an uncommitted change is not what the stored table names), mutmut makes every mutant of the group's modules (one
 operator, constant, argument or return value changed in one function), runs the group's tests that reach that
 function against it, and says which were killed; the runner's settings are ``[tool.mutmut]`` in pyproject.toml.
+mutmut stops a mutant's tests at the first failure; tests/conftest.py hands them over by file, the quickest files
+first, so a mutant a quick unit test kills costs that test, not the slow ones listed before it.
 
 A module's **score** is (killed + equivalent) / mutants: a mutant no test reaches counts as surviving, and so does
 one that timed out (a loaded machine times out sound tests too). An **equivalent** mutant is one no test can kill
@@ -28,14 +33,17 @@ A whole run takes hours on two cores (benchmarks/mutation.md gives each group's 
 may hold the machine: ``--resume DIR`` goes on with a run kept in ``DIR`` (``--keep``) and stopped part way. Each
 group's copy there is used as it stands, at the commit it was staged from (kept beside it in ``COMMIT``), its
 checked mutants' results kept (mutmut checks only the rest) and its wall time added up (``SECONDS``); a group
-with no copy yet is staged from HEAD as it starts. At a group's end each mutant its run recorded as surviving is
-run again alone (``mutmut run NAME ...``), and that result is kept (the survivors so run are listed in ``ALONE``):
-a group's run has recorded survivors that a run of each alone kills.
+with no copy yet is staged from HEAD as it starts. A copy whose package has not changed since its commit, only its
+tests, is first brought to HEAD (:func:`brought_up`): tests written while a group ran count at its end. At a
+group's end each mutant its run recorded as surviving, and not listed as equivalent, is run again alone (``mutmut
+run NAME ...``), and that result is kept (the survivors so run are listed in ``ALONE``): a group's run has
+recorded survivors that a run of each alone kills.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import io
 import json
 import os
@@ -72,13 +80,19 @@ def settings(root: Path = ROOT) -> dict:
     return tomllib.loads((root / "benchmarks" / "mutation.toml").read_text())
 
 
-def modules(table: dict) -> dict[str, str]:
-    """Every mutated module and its group, in the order declared."""
-    return {module: name for name, group in table["groups"].items() for module in group["modules"]}
+def unit(module: str, name: str, group: dict) -> str:
+    """What a group's row measures of ``module``: the module, or where the group names ``functions`` (a module too
+    large for one session's run, measured in parts) the part, ``"path (group)"``."""
+    return f"{module} ({name})" if group.get("functions") else module
 
 
-def target(module: str, table: dict) -> float:
-    return float(table["groups"][modules(table)[module]]["target"])
+def units(table: dict) -> dict[str, str]:
+    """Every measured module or part of one (:func:`unit`) and its group, in the order declared."""
+    return {unit(module, name, group): name for name, group in table["groups"].items() for module in group["modules"]}
+
+
+def target(measured: str, table: dict) -> float:
+    return float(table["groups"][units(table)[measured]]["target"])
 
 
 def module_of(mutant: str) -> str:
@@ -87,14 +101,46 @@ def module_of(mutant: str) -> str:
     return mutant.rsplit(".", 1)[0].replace(".", "/") + ".py"
 
 
-def statuses(mutants: Path) -> dict[str, str]:
-    """Every mutant's status, as mutmut names it, from its working copy's ``.meta`` files."""
+def function_of(mutant: str) -> str:
+    """The function a mutant changes, as its module names it: ``f`` (``x_f__mutmut_3``), a method ``Class.f``
+    (``xǁClassǁf__mutmut_3``)."""
+    name = mutant.rsplit(".", 1)[1].rsplit("__mutmut_", 1)[0]
+    return ".".join(name[2:].split("ǁ", 1)) if name.startswith("xǁ") else name[2:]
+
+
+def in_group(mutant: str, group: dict) -> bool:
+    """Whether ``group`` measures ``mutant``: one of its modules', and of a function its ``functions`` (patterns
+    as fnmatch reads them: ``Figures.*``, ``_add_*``) name where it names any."""
+    return module_of(mutant) in group["modules"] and (
+        not group.get("functions") or any(fnmatch.fnmatchcase(function_of(mutant), p) for p in group["functions"]))
+
+
+def selected(group: dict, found: dict[str, str]) -> list[str]:
+    """What mutmut is asked to run for ``group``: nothing (every mutant of its modules not yet checked), or, for a
+    part, the names of its mutants not yet checked (``found``: :func:`statuses`), or before mutmut has made them, of
+    its functions' mutants as patterns (mutmut matches them with fnmatch). mutmut runs every mutant it is named
+    again, checked or not: a part resumed is named only what it has left."""
+    if group.get("functions") and found:
+        return sorted(k for k, status in found.items() if status == "not checked")
+    out = []
+    for module in group["modules"] if group.get("functions") else ():
+        dotted = module[:-len(".py")].replace("/", ".")
+        for pattern in group["functions"]:
+            owner, _, name = pattern.rpartition(".")
+            out.append(f"{dotted}.xǁ{owner}ǁ{name}__mutmut_*" if owner else f"{dotted}.x_{name}__mutmut_*")
+    return out
+
+
+def statuses(mutants: Path, group: dict) -> dict[str, str]:
+    """Every mutant ``group`` measures (:func:`in_group`) and its status, as mutmut names it, from its working
+    copy's ``.meta`` files."""
     from mutmut.stats import status_by_exit_code
 
     found = {}
     for meta in mutants.rglob("*.py.meta"):
         for key, code in json.loads(meta.read_text())["exit_code_by_key"].items():
-            found[key] = status_by_exit_code[code]
+            if in_group(key, group):
+                found[key] = status_by_exit_code[code]
     return found
 
 
@@ -103,21 +149,22 @@ def finished(found: dict[str, str]) -> bool:
     return bool(found) and "not checked" not in found.values()
 
 
-def scores(found: dict[str, str], equivalent: dict[str, str], names: list[str]) -> dict:
-    """Each module's counts and score (%) from every mutant's status: killed, equivalent (not killed, and listed),
-    surviving (by name; how many of those no test reached, and how many timed out)."""
+def scores(found: dict[str, str], equivalent: dict[str, str], name: str, group: dict) -> dict:
+    """The counts and score (%) of each module of ``group`` (or its part, :func:`unit`) from every mutant's status:
+    killed, equivalent (not killed, and listed), surviving (by name; how many of those no test reached, and how many
+    timed out)."""
     out = {}
-    for module in names:
-        mine = {k: s for k, s in found.items() if module_of(k) == module}
+    for module in group["modules"]:
+        mine = {k: s for k, s in found.items() if module_of(k) == module and in_group(k, group)}
         same = sorted(k for k, s in mine.items() if s not in CAUGHT and k in equivalent)
         survived = sorted(k for k, s in mine.items() if s not in CAUGHT and k not in equivalent)
         caught = sum(s in CAUGHT for s in mine.values())
-        out[module] = {"mutants": len(mine), "killed": sum(s == "killed" for s in mine.values()),
-                       "timeout": sum(mine[k] == "timeout" for k in survived), "equivalent": len(same),
-                       "survived": len(survived), "no_tests": sum(mine[k] == "no tests" for k in survived),
-                       "score": round(100 * (caught + len(same)) / len(mine), 1) if mine else 0.0,
-                       "survivors": survived,
-                       "killed_equivalents": sorted(k for k, s in mine.items() if s in CAUGHT and k in equivalent)}
+        out[unit(module, name, group)] = {
+            "mutants": len(mine), "killed": sum(s == "killed" for s in mine.values()),
+            "timeout": sum(mine[k] == "timeout" for k in survived), "equivalent": len(same),
+            "survived": len(survived), "no_tests": sum(mine[k] == "no tests" for k in survived),
+            "score": round(100 * (caught + len(same)) / len(mine), 1) if mine else 0.0, "survivors": survived,
+            "killed_equivalents": sorted(k for k, s in mine.items() if s in CAUGHT and k in equivalent)}
     return out
 
 
@@ -127,19 +174,66 @@ COMMIT, SECONDS = "COMMIT", "SECONDS"
 ALONE = "ALONE"
 
 
+def _git(root: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, check=True).stdout
+
+
+def _extract(root: Path, commit: str, into: Path, *paths: str) -> None:
+    """``commit``'s tree (or those of its ``paths``) written into ``into``."""
+    with tarfile.open(fileobj=io.BytesIO(_git(root, "archive", "--format=tar", commit, *paths))) as archive:
+        archive.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+
+
+#: what a resumed copy keeps at its own commit: the package mutmut mutates and its settings
+KEPT = ("ddpbench", "pyproject.toml")
+#: the tests, and the package's own test support (nothing of ddpbench imports it: import-linter's layers), which
+#: a resumed copy takes from HEAD
+TESTS = ("tests", "ddpbench/testing")
+
+
+def brought_up(root: Path, into: Path, commit: str) -> str:
+    """A resumed copy brought to HEAD where only the tests (:data:`TESTS`, or the rest but :data:`KEPT`) moved since
+    its commit, and the commit it then stands at: tests added while a group ran count at its end, where each
+    survivor is run again (mutmut finds the new tests and maps them), and the row names HEAD. Its mutants' results
+    are kept: one killed at the copy's commit is taken as killed at HEAD, which is sound while no test was taken
+    away, so a copy whose package or settings changed, or one a test file was deleted from since, stays at its own
+    commit."""
+    head = _git(root, "rev-parse", "--short", "HEAD").decode().strip()
+    if head == commit:
+        return commit
+    try:  # each changed path with its status, a renamed file as deleted and added
+        changed = [line.split("\t") for line in _git(root, "diff", "--no-renames", "--name-status", commit, head, "--",
+                                                     *KEPT, *TESTS).decode().splitlines()]
+    except subprocess.CalledProcessError:
+        changed = [["?", "its commit is not in this repository"]]
+    tested = [(status, path) for status, path in changed if path.startswith(tuple(f"{t}/" for t in TESTS))]
+    moved = [path for status, path in changed if (status, path) not in tested]
+    deleted = [path for status, path in tested if status == "D"]
+    if moved or deleted:
+        why = f"{moved[0]} changed" if moved else f"{len(deleted)} test files were deleted or renamed"
+        print(f"{into.name}: the copy stays at {commit}, not brought to {head}: {why} since", flush=True)
+        return commit
+    for path in [*into.iterdir(), into / "ddpbench" / "testing", into / "mutants" / "ddpbench" / "testing"]:
+        if path.name not in (*KEPT, "mutants") and path.exists():  # mutmut copies the package's anew where gone
+            shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+    rest = [p for p in _git(root, "ls-tree", "--name-only", head).decode().split() if p not in KEPT]
+    _extract(root, head, into, *rest, "ddpbench/testing")
+    (into.parent / f"{into.name}.{COMMIT}").write_text(head + "\n")
+    print(f"{into.name}: the copy brought from {commit} to {head} (the package unchanged; its results kept)",
+          flush=True)
+    return head
+
+
 def staged(root: Path, into: Path, group: dict) -> tuple[Path, str]:
     """The committed tree (HEAD's: what the stored table names, never an uncommitted change) in a folder of its own,
     its ``[tool.mutmut]`` mutating ``group``'s modules against its tests, and that commit (short). Each group takes
     HEAD as it starts, so its row names the commit it measured. A copy already there (``--resume``) is used as it
-    stands, at its own commit."""
+    stands, at its own commit, or brought to HEAD where only its tests moved (:func:`brought_up`)."""
     if (into.parent / f"{into.name}.{COMMIT}").is_file():
-        return into, (into.parent / f"{into.name}.{COMMIT}").read_text().strip()
+        return into, brought_up(root, into, (into.parent / f"{into.name}.{COMMIT}").read_text().strip())
     into.mkdir(parents=True)
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            check=True).stdout.strip()
-    tree = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", commit], capture_output=True, check=True)
-    with tarfile.open(fileobj=io.BytesIO(tree.stdout)) as archive:
-        archive.extractall(into, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+    commit = _git(root, "rev-parse", "--short", "HEAD").decode().strip()
+    _extract(root, commit, into)
     text = (into / "pyproject.toml").read_text()
     own = (f"only_mutate = {json.dumps(group['modules'])}\n"
            f"pytest_add_cli_args_test_selection = {json.dumps(group['tests'])}\n")
@@ -156,9 +250,9 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     spent = work / f"{name}.{SECONDS}"
     before = float(spent.read_text()) if spent.is_file() else 0.0
     alone = work / f"{name}.{ALONE}"
-    found = statuses(copy / "mutants")
+    found = statuses(copy / "mutants", group)
     if finished(found) and alone.is_file():  # a group a resumed run finished is read, not run again: its time stays
-        return scores(found, table.get("equivalent", {}), group["modules"]), before, commit
+        return scores(found, table.get("equivalent", {}), name, group), before, commit
     started, said, code = time.monotonic(), work / f"{name}.stderr", 0
 
     def mutmut(*args: str) -> int:  # stopped (Ctrl-C, SIGTERM), mutmut is asked to end and waited for (ended.py)
@@ -172,23 +266,25 @@ def run_group(name: str, group: dict, table: dict, max_children: int, work: Path
     try:
         with open(said, "w") as stderr:
             if not finished(found):
-                code = mutmut("--max-children", str(max_children))
+                code = mutmut(*selected(group, found), "--max-children", str(max_children))
             # a group's run has recorded as surviving mutants that a run of each alone kills (mutants of a function
-            # whose every mapped test fails on them by hand): each survivor is run again alone, and its result kept
-            found = statuses(copy / "mutants")
-            survivors = sorted(k for k, status in found.items() if status == "survived")
+            # whose every mapped test fails on them by hand): each survivor is run again alone, and its result kept;
+            # not those listed as equivalent (each costs every test that reaches it, a minute or two on 2 cores)
+            found = statuses(copy / "mutants", group)
+            survivors = sorted(k for k, status in found.items()
+                               if status == "survived" and k not in table.get("equivalent", {}))
             if finished(found):
                 code = mutmut(*survivors) if survivors else code
                 alone.write_text("".join(f"{k}\n" for k in survivors))
     finally:  # a run stopped here is resumed with the time it has spent
         wall = before + time.monotonic() - started
         spent.write_text(f"{wall:.0f}\n")
-    found = statuses(copy / "mutants")
+    found = statuses(copy / "mutants", group)
     if not finished(found) or not alone.is_file():
         unchecked = sum(s == "not checked" for s in found.values())
         sys.exit(f"group {name}: mutmut made {len(found)} mutants and left {unchecked} unchecked (exit "
                  f"{code}); nothing stored: {said.read_text().strip()[-2000:]}")
-    return scores(found, table.get("equivalent", {}), group["modules"]), wall, commit
+    return scores(found, table.get("equivalent", {}), name, group), wall, commit
 
 
 #: the line that opens each run's lines in the table
@@ -222,7 +318,7 @@ def kept(path: Path | None, measured: list[str], table: dict) -> tuple[list[list
     text = json.loads(store.read_text())
     runs = text.get("runs") or [text["run"]]
     rows = {m: row for m, row in text["modules"].items()
-            if m in modules(table) and row["group"] not in measured and modules(table)[m] == row["group"]}
+            if m in units(table) and row["group"] not in measured and units(table)[m] == row["group"]}
     named = sorted({row.get("run", 1) for row in rows.values()})
     return [runs[n - 1] for n in named], {m: {**row, "run": named.index(row.get("run", 1)) + 1}
                                            for m, row in rows.items()}
@@ -233,7 +329,7 @@ def joined(runs: list[list[str]], rows: dict, now: list[str], found: dict, table
     the order benchmarks/mutation.toml declares their modules."""
     mine = {m: {**row, "run": len(runs) + 1} for m, row in found.items()}
     every = {**rows, **mine}
-    return [*runs, now], {m: every[m] for m in modules(table) if m in every}
+    return [*runs, now], {m: every[m] for m in units(table) if m in every}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -10,6 +10,8 @@ its own. Every equivalent mutant is listed with why, names a mutant the store kn
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import json
 import re
 
@@ -24,7 +26,7 @@ STORED = STORE["modules"]
 SETTINGS = mutation.settings()
 
 
-@pytest.mark.parametrize("module", mutation.modules(SETTINGS))
+@pytest.mark.parametrize("module", mutation.units(SETTINGS))
 def test_each_mutated_module_has_a_stored_score_at_its_target_or_floor(module):
     unmeasured = SETTINGS.get("unmeasured", {})
     if module in unmeasured:  # a debt said aloud: the stored run did not reach it
@@ -32,7 +34,7 @@ def test_each_mutated_module_has_a_stored_score_at_its_target_or_floor(module):
         return
     assert module in STORED, f"{module}: no stored score; run python benchmarks/mutation.py --module {module}"
     row = STORED[module]
-    assert row["group"] == mutation.modules(SETTINGS)[module]
+    assert row["group"] == mutation.units(SETTINGS)[module]
     run = STORE["runs"][row["run"] - 1]  # the run that measured it, and said so
     assert f"ddpbench at {row['commit']}" in " ".join(run) or "resumed:" in " ".join(run), (module, run)
     assert re.search(rf"groups measured: .*\b{re.escape(row['group'])}\b", " ".join(run)), (module, run)
@@ -65,7 +67,8 @@ def test_every_equivalent_mutant_says_why_and_still_survives():
     known = {key for row in STORED.values() for key in row["survivors"]}
     for key, why in SETTINGS["equivalent"].items():
         assert why.strip(), key
-        assert mutation.module_of(key) in mutation.modules(SETTINGS), f"{key}: not a mutant of a mutated module"
+        groups = [g for g in SETTINGS["groups"].values() if mutation.in_group(key, g)]
+        assert len(groups) == 1, f"{key}: a mutant of no measured module or part, or of several"
         assert key not in known, f"{key}: listed as equivalent, stored as surviving"
         assert not any(key in row["killed_equivalents"] for row in STORED.values()), f"{key}: a test kills it"
 
@@ -78,22 +81,119 @@ def test_the_score_counts_equivalents_as_killed_and_untested_or_timed_out_as_sur
              "ddpbench.analysis.core.stats.x_a__mutmut_4": "survived",
              "ddpbench.analysis.core.stats.x_a__mutmut_5": "no tests",
              "ddpbench.analysis.core.stats.xǁBandǁb__mutmut_1": "killed"}
-    row = mutation.scores(found, {"ddpbench.analysis.core.stats.x_a__mutmut_4": "why"},
-                          ["ddpbench/analysis/core/stats.py"])["ddpbench/analysis/core/stats.py"]
+    row = mutation.scores(found, {"ddpbench.analysis.core.stats.x_a__mutmut_4": "why"}, "statistics",
+                          {"modules": ["ddpbench/analysis/core/stats.py"]})["ddpbench/analysis/core/stats.py"]
     assert (row["mutants"], row["killed"], row["timeout"], row["equivalent"], row["survived"], row["no_tests"]) \
         == (6, 2, 1, 1, 3, 1)
     assert row["score"] == pytest.approx(100 * 3 / 6, abs=0.05)
     assert row["survivors"] == [f"ddpbench.analysis.core.stats.x_a__mutmut_{n}" for n in (2, 3, 5)]
 
 
-def test_a_resumed_group_goes_on_in_its_copy_at_its_own_commit(tmp_path):
+def _functions(module: str) -> list[str]:
+    """Every function and method ``module`` defines, as mutmut names their mutants' functions (``f``, ``Class.f``)."""
+    tree = ast.parse((ROOT / module).read_text())
+    out = [node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for cls in (node for node in tree.body if isinstance(node, ast.ClassDef)):
+        out += [f"{cls.name}.{node.name}" for node in cls.body
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return out
+
+
+def test_a_module_measured_in_parts_has_each_function_in_one_part():
+    """A module is measured whole by one group, or in parts by groups that name its functions: each function in
+    exactly one part (a function in none would never be measured, one in two counted twice)."""
+    whole, parts = [], {}
+    for name, group in SETTINGS["groups"].items():
+        for module in group["modules"]:
+            if group.get("functions"):
+                parts.setdefault(module, []).append(name)
+            else:
+                whole.append(module)
+    assert len(whole) == len(set(whole)) and not set(whole) & set(parts)
+    for module, groups in parts.items():
+        for function in _functions(module):
+            named = [g for g in groups
+                     if any(fnmatch.fnmatchcase(function, p) for p in SETTINGS["groups"][g]["functions"])]
+            assert len(named) == 1, f"{module}: {function} is in the parts {named}"
+        for g in groups:  # and each pattern names a function there (mutmut refuses a pattern that matches nothing)
+            for pattern in SETTINGS["groups"][g]["functions"]:
+                assert any(fnmatch.fnmatchcase(f, pattern) for f in _functions(module)), f"{g}: {pattern}"
+
+
+def test_a_part_measures_its_functions_mutants_and_asks_mutmut_for_them_alone():
+    figures = "ddpbench.audit.figures.{}".format
+    group = {"modules": ["ddpbench/audit/figures.py"], "functions": ["derive", "_add_*", "Figures.*"]}
+    assert mutation.function_of(figures("x_derive__mutmut_3")) == "derive"
+    assert mutation.function_of(figures("x__add_costs__mutmut_12")) == "_add_costs"
+    assert mutation.function_of(figures("xǁFiguresǁok_keys__mutmut_1")) == "Figures.ok_keys"
+    found = {figures("x_derive__mutmut_1"): "killed", figures("x__add_costs__mutmut_2"): "survived",
+             figures("xǁFiguresǁok__mutmut_1"): "killed", figures("x_derive_more__mutmut_1"): "survived",
+             figures("x__compute__mutmut_1"): "survived", "ddpbench.audit.records.x_read__mutmut_1": "survived"}
+    assert [k for k in found if mutation.in_group(k, group)] == list(found)[:3]
+    row = mutation.scores(found, {}, "figures-part", group)
+    assert list(row) == ["ddpbench/audit/figures.py (figures-part)"]
+    assert row["ddpbench/audit/figures.py (figures-part)"]["mutants"] == 3
+    assert row["ddpbench/audit/figures.py (figures-part)"]["survivors"] == [figures("x__add_costs__mutmut_2")]
+    # before mutmut made them: patterns; a whole module: nothing named, mutmut runs what it has not checked
+    assert mutation.selected(group, {}) == [figures("x_derive__mutmut_*"), figures("x__add_*__mutmut_*"),
+                                            figures("xǁFiguresǁ*__mutmut_*")]
+    assert mutation.selected({"modules": ["ddpbench/audit/figures.py"]}, found) == []
+    assert fnmatch.fnmatchcase(figures("x__add_costs__mutmut_2"), mutation.selected(group, {})[1])
+    # resumed: only what it has left (mutmut runs again whatever it is named, checked or not)
+    left = {**found, figures("x_derive__mutmut_1"): "not checked", figures("xǁFiguresǁok__mutmut_2"): "not checked"}
+    assert mutation.selected(group, {k: s for k, s in left.items() if mutation.in_group(k, group)}) == [
+        figures("x_derive__mutmut_1"), figures("xǁFiguresǁok__mutmut_2")]
+
+
+def test_a_part_s_run_asks_mutmut_for_its_functions_and_scores_them_alone(tmp_path, monkeypatch):
+    """On the path the benchmark takes: a part's copy holds every mutant of its module (mutmut makes them all); the
+    part's run hands mutmut its functions' names, and is finished once they are checked, whatever the others'."""
+    pytest.importorskip("mutmut", reason="mutmut is not installed (the mutation extra)")
+    meta = tmp_path / "part" / "mutants" / "ddpbench" / "audit" / "figures.py.meta"
+    meta.parent.mkdir(parents=True)
+    name = "ddpbench.audit.figures.{}".format
+    mine, other = name("x_derive__mutmut_1"), name("x__compute__mutmut_1")
+    meta.write_text(json.dumps({"exit_code_by_key": {mine: None, other: None}}))
+    (tmp_path / f"part.{mutation.COMMIT}").write_text("ed930cd\n")
+    asked = []
+
+    def mutmut(args, cwd, **kwargs):
+        asked.append(args[4:])
+        meta.write_text(json.dumps({"exit_code_by_key": {mine: 1, other: None}}))
+
+    monkeypatch.setattr(mutation.ended, "run", mutmut)
+    group = {"modules": ["ddpbench/audit/figures.py"], "functions": ["derive"], "tests": []}
+    scored, _, _ = mutation.run_group("part", group, {"equivalent": {}}, 2, tmp_path)
+    assert asked == [[mine, "--max-children", "2"]]  # its mutant not checked, by name: not the other part's
+    assert scored == {"ddpbench/audit/figures.py (part)": {**scored["ddpbench/audit/figures.py (part)"],
+                                                           "mutants": 1, "killed": 1, "survived": 0}}
+    # resumed with one checked and one not: mutmut is named the one not checked alone
+    second = name("x_derive__mutmut_2")
+    meta.write_text(json.dumps({"exit_code_by_key": {mine: 1, second: None, other: None}}))
+    asked.clear()
+    mutation.run_group("part", group, {"equivalent": {}}, 2, tmp_path)
+    assert asked[0] == [second, "--max-children", "2"]
+
+
+@pytest.fixture(autouse=True)
+def at_its_own_commit(monkeypatch):
+    """A resumed copy stays at its commit: bringing one to HEAD asks git (a process; on a real repository in
+    tests/processes/project/test_mutation_resume.py)."""
+    monkeypatch.setattr(mutation, "brought_up", lambda root, into, commit: commit)
+
+
+def test_a_resumed_group_goes_on_in_its_copy_at_its_own_commit(tmp_path, monkeypatch):
     """``--resume``: a group staged before is used as it stands (its checked mutants kept by mutmut), at the commit
-    it was staged from, never restaged from HEAD."""
+    it was staged from or the one ``brought_up`` moves it to (on a real repository:
+    tests/processes/project/test_mutation_resume.py), never restaged from HEAD."""
+    asked = []
+    monkeypatch.setattr(mutation, "brought_up", lambda root, into, commit: asked.append((into, commit)) or commit)
     (tmp_path / "compare").mkdir()
     (tmp_path / f"compare.{mutation.COMMIT}").write_text("ed930cd\n")
     assert mutation.staged(ROOT, tmp_path / "compare", {"modules": [], "tests": []}) == (tmp_path / "compare",
                                                                                          "ed930cd")
     assert list((tmp_path / "compare").iterdir()) == []  # nothing archived into it
+    assert asked == [(tmp_path / "compare", "ed930cd")]
 
 
 def test_a_group_a_resumed_run_finished_is_read_not_run_again_and_keeps_its_time(tmp_path, monkeypatch):
@@ -158,6 +258,15 @@ def test_a_group_s_survivors_are_run_again_alone_and_a_kill_then_counts(tmp_path
     scored, _, _ = mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
                                       {"equivalent": {}}, 2, tmp_path)
     assert asked == [["--max-children", "2"], [name(2), name(3)]]
+    # one listed as equivalent is not run again (an equivalent survives whatever the run)
+    (tmp_path / f"compare.{mutation.ALONE}").unlink()
+    meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 0, name(3): 0}}))
+    asked.clear()
+    mutation.run_group("compare", {"modules": ["ddpbench/analysis/history/compare.py"], "tests": []},
+                       {"equivalent": {name(2): "why"}}, 2, tmp_path)
+    assert asked == [[name(3)]]
+    meta.write_text(json.dumps({"exit_code_by_key": {name(1): 1, name(2): 1, name(3): 0}}))
+    asked.clear()
     row = scored["ddpbench/analysis/history/compare.py"]
     assert (row["killed"], row["survived"]) == (2, 1)
     asked.clear()  # resumed, the group is read as it stands
