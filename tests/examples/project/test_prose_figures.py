@@ -1465,7 +1465,8 @@ SETTINGS: dict[str, list[str]] = {
                            "at 10 Gbit/s", "a 100 MB object store",
                            "Ray Train at most 1.15 times plain torch",  # Ray's own release gate
                            # a started cluster's start timeout, and Ray 2.60's fixed wait for a node to register
-                           f"The cluster has {RAY_START_TIMEOUT_S:g} s", f"within the {RAY_START_TIMEOUT_S:g} s instead",
+                           f"The cluster has {RAY_START_TIMEOUT_S:g} s",
+                           f"within the {RAY_START_TIMEOUT_S:g} s instead",
                            "a fixed 30 s to register"],
 }
 
