@@ -19,6 +19,10 @@ launch's figures are means over its steps; a line is the job's launches' mean le
   ``comm``: the launch's step less its reference step, less ``sync_compute`` where that is
   measured (all ranks' ready_ms on measure rows less on nosync rows);
 * ``residual``: the loss less all of them.
+
+The step rows are the checker's reader's (:func:`.records.read`): every column of
+:data:`~ddpbench.results.schema.STEP_COLUMNS`, NaN where a launch did not time it (``ready_ms`` of a launch
+without readiness, ``comm_ms`` of an untimed step).
 """
 
 from __future__ import annotations
@@ -64,9 +68,8 @@ def check_named_rule(claim) -> list:
 def slowest_window(rows: pd.DataFrame, column: str = "step_ms", by=("repeat",)) -> pd.DataFrame:
     """Per launch (``by``): the rank whose mean ``column`` over its steps is the largest (the first of a
     tie) and that mean, ``window``: a launch took its slowest rank's window (its steps are timed back to
-    back, so the window over them is their sum), whether or not the ranks stepped together."""
-    if rows.empty:
-        return pd.DataFrame(columns=["rank", "window"])
+    back, so the window over them is their sum), whether or not the ranks stepped together. No rows: no
+    launch, the frame indexed by ``by`` all the same."""
     # each (launch, rank)'s mean, one column a rank (pivot_table's result, at half its cost)
     wide = rows.groupby([*by, "rank"])[column].mean().dropna().unstack("rank")
     return pd.DataFrame({"rank": wide.idxmax(axis=1), "window": wide.max(axis=1)})
@@ -83,7 +86,7 @@ def named_rank(mine: pd.DataFrame):
     step (``nosync``) is the slowest by that margin in most steps."""
     for phase, column in (("measure", "ready_ms"), ("nosync", "step_ms")):
         rows = mine[mine["phase"] == phase]
-        if column not in rows or rows[column].isna().all() or rows["rank"].nunique() < 2:
+        if rows[column].isna().all() or rows["rank"].nunique() < 2:
             continue
         wide = rows.groupby(["repeat", "step", "rank"])[column].mean().unstack("rank")
         wide = wide.dropna(axis=1, how="all").dropna()  # as pivot_table gives it, at half its cost
@@ -121,12 +124,10 @@ def _per_launch(mine: pd.DataFrame, rank) -> pd.DataFrame | None:
     means = others.groupby("repeat")[["fb", "data_ms", "ov", "r"]].mean().reindex(repeats)
     bounded_ref = slowest_window(ref, "r")["window"].reindex(repeats)
     step = slowest_window(measure)["window"].reindex(repeats)
-    if "ready_ms" in mine:  # launches without no_sync() rows have no sync figure
-        sync = (measure.groupby("repeat")["ready_ms"].mean().reindex(repeats)
-                - ns.groupby("repeat")["ready_ms"].mean().reindex(repeats))
-    else:
-        sync = pd.Series(math.nan, index=repeats)
-    return pd.DataFrame({"repeat": repeats, "step": step.to_numpy(float), "ref": bounded_ref.to_numpy(float),
+    # launches without no_sync() rows, or without readiness, have no sync figure
+    sync = (measure.groupby("repeat")["ready_ms"].mean().reindex(repeats)
+            - ns.groupby("repeat")["ready_ms"].mean().reindex(repeats))
+    return pd.DataFrame({"step": step.to_numpy(float), "ref": bounded_ref.to_numpy(float),
                          "fb": means["fb"].to_numpy(float), "data": means["data_ms"].to_numpy(float),
                          "ov": means["ov"].to_numpy(float), "sync": sync.to_numpy(float),
                          "straggler": (bounded_ref - means["r"]).to_numpy(float)})
@@ -197,9 +198,9 @@ def derive_barriers(by_key_steps: dict) -> dict:
     out = {}
     for key, mine in by_key_steps.items():
         rows = mine[mine["phase"] == "measure"]
-        if "ready_ms" not in rows or rows["ready_ms"].isna().all():
+        if rows["ready_ms"].isna().all():
             rows = mine[mine["phase"] == "phases"]  # a script's steps with its phases timed
-        if "ready_ms" not in rows or rows["ready_ms"].isna().all() or rows["rank"].nunique() < 2:
+        if rows["ready_ms"].isna().all() or rows["rank"].nunique() < 2:
             continue
         ready = rows["ready_ms"].to_numpy(float)
         columns = {"data_ms": rows["data_ms"].to_numpy(float), "forward_ms": rows["forward_ms"].to_numpy(float)}

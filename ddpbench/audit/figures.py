@@ -336,7 +336,8 @@ def derive(source, price: dict | None = None) -> Figures:
         for suffix, over in (("", step), ("_pooled", r["step_ms_pooled"])):
             rates = _tflops(r["flops_per_step"], over, by_key_ranks.get(key), records.datasheet_tflops)
             r.update({f"{name}{suffix}": value for name, value in rates.items()})
-    jobs = pd.DataFrame.from_dict(rows, orient="index")
+    # no readable launch: a table of no jobs, with the columns every job has (a foreign folder checks as empty)
+    jobs = pd.DataFrame.from_dict(rows, orient="index") if rows else pd.DataFrame(columns=[*FIELDS, "status", "label"])
     figures = Figures(jobs, launch_ms)
     _add_speedup(figures)
     _add_budgets(figures, by_key_steps)

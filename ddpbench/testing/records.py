@@ -15,6 +15,7 @@ every test at once::
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -117,13 +118,13 @@ def job(**fields) -> dict:
 
 def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool = True,
                rank_fields=None, check: dict | None = None, grad_bytes: int = 4000, rank_scale=None,
-               repeat: int = 0) -> dict:
+               repeat: int = 0, compute: dict | None = None) -> dict:
     """A rank's hand-back: every rank's steps; phases add up to the step; DDP adds 20 % when ws > 1.
 
     ``comm_share``: the share of the step spent communicating after backward (explicit strategies);
     ``nosync``: whether no_sync() steps ran; ``rank_fields(rank)``: extra per-rank figures;
     ``check``: the equivalence check's record; ``rank_scale(rank)``: a factor on that rank's times
-    (a planted straggler).
+    (a planted straggler); ``compute``: the launch's ``result["compute"]`` (its FLOPs a step).
     """
     world, rows = spec["world_size"], []
     exposed = 0.2 * step_ms if world > 1 and nosync else 0.0
@@ -141,7 +142,8 @@ def result_for(spec: dict, step_ms: float, comm_share: float = 0.0, nosync: bool
                               "ddp_backward_compute_ms": 3.0, "ddp_backward_comm_ms": 2.0,
                               "ddp_backward_compute_comm_overlap_ms": 1.5, **(rank_fields(r) if rank_fields else {})})
              for r in range(world)]
-    return training_result(spec_from_dict(spec), rows, ranks, repeat, grad_bytes=grad_bytes, check=check)
+    return training_result(spec_from_dict(spec), rows, ranks, repeat, grad_bytes=grad_bytes, check=check,
+                           compute=compute)
 
 
 def write_results(folder: Path, jobs: list[tuple], experiment: str = "synthetic") -> Path:
@@ -151,6 +153,22 @@ def write_results(folder: Path, jobs: list[tuple], experiment: str = "synthetic"
         result = result_for(spec, step_ms, **(extra[0] if extra else {})) if status == "ok" else None
         results.launch(spec_from_dict(spec), status=status, error=error, oversubscribed=over, result=result)
     return folder
+
+
+def rewrite_steps(folder: Path, change) -> Path:
+    """``folder``'s results.jsonl as a hand or a foreign writer might leave it: each run record's step rows passed
+    through ``change(row)``, ``row`` a dict of the record's step columns; ``change`` returns the row to keep
+    (changed or not) or None to leave it out."""
+    path = Path(folder) / "results.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for record in records:
+        result = record.get("result") if record.get("kind") == "run" else None
+        if isinstance(result, dict) and result.get("steps"):
+            names = result["step_columns"]
+            kept = (change(dict(zip(names, row))) for row in result["steps"])
+            result["steps"] = [[row[name] for name in names] for row in kept if row is not None]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    return Path(folder)
 
 
 def ok(step_ms: float, over: bool = False, **fields) -> tuple:

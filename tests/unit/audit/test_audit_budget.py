@@ -2,6 +2,7 @@
 lines the analysis declares."""
 
 import math
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -238,7 +239,9 @@ def test_a_baseline_without_readiness_leaves_its_sync_compute_in_its_comm():
     two.loc[two["phase"] == "measure", "ready_ms"] += 1.5
     figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
                         {"key": "two", "world_size": 2, "scaling": "weak"}])
-    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a line one side lacks is no line, not a mean of nothing
+        budget = derive_budgets(figures, {"one": one, "two": two})["two"]
     ready = [_launches(two, phase, lambda r: r["ready_ms"]) for phase in ("measure", "nosync")]
     mine = _slowest(two, "measure", lambda r: r["step_ms"]) - _slowest(two, "nosync", lambda r: r["step_ms"])
     theirs = _slowest(one, "measure", lambda r: r["step_ms"]) - _slowest(one, "nosync", lambda r: r["step_ms"])
@@ -264,3 +267,183 @@ def test_two_launches_a_side_have_an_interval_one_has_none():
     assert math.isnan(short["contention"][1]) and math.isnan(short["contention"][2])
     short = derive_budgets(figures, {"one": one[one["repeat"] == 0], "two": two})["two"]
     assert math.isnan(short["contention"][1]) and not math.isnan(short["contention"][0])
+    # a line without an interval still has its figure, and the residual is what they leave of the loss
+    lines = [short[line][0] for line in ("contention", "sync_compute", "comm", "data", "straggler", "overhead")]
+    assert short["residual"][0] == pytest.approx(short["loss"][0] - sum(lines))
+
+
+def test_a_script_s_steps_without_data_or_forward_times_give_the_barrier_without_a_warning():
+    """A script's phase rows may time readiness but not its data or forward phase: the barrier's lateness stands,
+    its parts are NaN, and the checker prints no numpy warning of a mean of nothing."""
+    two = _rows("two", 2, slow=1, slow_ms=4.0, seed=3, ready=True)
+    two[["data_ms", "forward_ms"]] = math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        barrier = derive_barriers({"two": two})["two"]
+    assert barrier["rank"] == 1 and barrier["late_ms"] > 3.0
+    assert math.isnan(barrier["excess_data_ms"]) and math.isnan(barrier["excess_forward_ms"])
+    assert barrier["excess_rest"] == pytest.approx(barrier["late_ms"])
+
+
+def test_a_script_s_barrier_is_read_from_its_phase_steps_where_its_measured_steps_time_no_readiness():
+    """A script's measured steps are timed by their end alone; its sampled phase steps (phase "phases") carry
+    readiness, and the barrier is theirs. Without readiness on any step, there is no barrier, and no error."""
+    two = _rows("two", 2, slow=1, slow_ms=6.0, seed=5, ready=True)
+    measure = two[two["phase"] == "measure"]
+    script = pd.concat([measure.assign(ready_ms=math.nan), measure.assign(phase="phases")], ignore_index=True)
+    barrier = derive_barriers({"two": script})["two"]
+    assert barrier["rank"] == 1 and barrier["share"] > 0.9 and barrier["late_ms"] > 5.0
+    assert derive_barriers({"two": measure.assign(ready_ms=math.nan)}) == {}
+
+
+def test_the_rank_waited_for_is_read_from_readiness_before_the_reference_steps():
+    """Rank 1's gradients are ready 6 ms after rank 0's on every measured step (its all-reduce waits), while its
+    reference steps are no slower than rank 0's: readiness names it; the reference steps alone name no one."""
+    two = _rows("two", 2, seed=6)
+    two.loc[(two["rank"] == 1) & (two["phase"] == "measure"), "ready_ms"] += 6.0
+    assert named_rank(two) == 1
+    assert named_rank(two.assign(ready_ms=math.nan)) is None
+
+
+def test_each_job_s_barrier_is_read_whatever_the_jobs_before_it_had():
+    """Jobs before a straggler's, in the order given: one of one rank, one without readiness and one whose every
+    step has a single rank's readiness (no step has two to compare): none has a barrier, and the straggler's is
+    read all the same."""
+    late = _rows("late", 2, seed=7)
+    late.loc[(late["rank"] == 1) & (late["phase"] == "measure"), "ready_ms"] += 9.0
+    apart = _rows("apart", 2, seed=8)
+    apart.loc[apart["rank"] == apart["step"] % 2, "ready_ms"] = math.nan
+    jobs = {"one": _rows("one", 1), "blind": _rows("blind", 2, ready=False), "apart": apart, "late": late}
+    barriers = derive_barriers(jobs)
+    assert list(barriers) == ["late"]
+    assert barriers["late"]["rank"] == 1 and barriers["late"]["late_ms"] == pytest.approx(9.0, abs=1.0)
+
+
+def test_a_step_without_two_ready_ranks_is_left_out_and_the_steps_after_it_counted():
+    """The first measured step of each launch has rank 0's readiness missing: those steps are left out, the other
+    nine of each launch's ten give rank 1, late on every one of them by 5 ms."""
+    two = _rows("two", 2, seed=9)
+    measure = two["phase"] == "measure"
+    two.loc[measure & (two["rank"] == 1), "ready_ms"] += 5.0
+    two.loc[measure & (two["rank"] == 0) & (two["step"] == 0), "ready_ms"] = math.nan
+    barrier = derive_barriers({"two": two})["two"]
+    assert barrier["rank"] == 1 and barrier["share"] == 1.0
+    kept = two[measure & (two["step"] > 0)].pivot_table(index=["repeat", "step"], columns="rank", values="ready_ms")
+    assert barrier["late_ms"] == pytest.approx(float((kept[1] - kept[0]).mean()))
+
+
+def test_a_sub_millisecond_step_has_its_lateness_in_percent():
+    """Steps of 0.4-0.5 ms (a small model on a fast device): rank 1 is ready 0.1 ms after rank 0, a share of the
+    mean step as for any step."""
+    two = _rows("two", 2, fb=0.3, data=0.02, opt=0.01, comm=0.05, seed=10)
+    for column in ("ready_ms", "backward_ms", "step_ms"):
+        two[column] = two[column].abs()
+    two["ready_ms"] = np.where(two["rank"] == 1, 0.42, 0.32)
+    two["step_ms"] = 0.45
+    barrier = derive_barriers({"two": two})["two"]
+    assert barrier["late_ms"] == pytest.approx(0.1)
+    assert barrier["late_pct"] == pytest.approx(100 * 0.1 / 0.45)
+
+
+def test_framework_work_under_no_sync_is_overhead_and_an_untimed_comm_counts_as_none():
+    """What comm_ms holds on no_sync() steps (2 ms of framework work; one step in five left untimed) is the overhead
+    line, beside the optimizer; on a job without no_sync() steps an untimed comm_ms leaves the step whole in the
+    reference, its communication 0 ms there."""
+    one = _rows("one", 1, comm=0.0, fb=30.0)
+    two = _rows("two", 2, comm=8.0, fb=36.0, seed=11)
+    ns = two["phase"] == "nosync"
+    two.loc[ns, "comm_ms"] = np.where(two.loc[ns, "step"] % 5 == 0, math.nan, 2.0)
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    assert named_rank(two) is None
+    budget = derive_budgets(figures, {"one": one, "two": two})["two"]
+    overhead = _launches(two, "nosync", lambda r: r["optimizer_ms"] + r["comm_ms"].fillna(0))
+    assert overhead.mean() == pytest.approx(1.0 + 2.0 * 0.8)
+    assert budget["overhead"][0] == pytest.approx(overhead.mean() - 1.0)
+
+    measured = {k: f[f["phase"] == "measure"].assign(comm_ms=8.0, backward_ms=lambda r: r["backward_ms"] - 8.0)
+                for k, f in (("one", one), ("two", two))}
+    measured["one"] = measured["one"].assign(comm_ms=0.0, backward_ms=one.loc[one["phase"] == "measure", "backward_ms"])
+    mine = measured["two"]
+    mine.loc[mine["step"] % 5 == 0, "comm_ms"] = math.nan
+    budget = derive_budgets(figures, measured)["two"]
+    step = _slowest(mine, "measure", lambda r: r["step_ms"])
+    ref = _slowest(mine, "measure", lambda r: r["step_ms"] - r["comm_ms"].fillna(0))
+    assert budget["comm"][0] == pytest.approx((step - ref).mean())
+    assert 6.0 < budget["comm"][0] < 7.0  # 8 ms on four steps of five
+    # against a baseline with no_sync() steps: the optimizer alone is overhead on either side
+    mixed = derive_budgets(figures, {"one": one, "two": mine})["two"]
+    assert mixed["overhead"][0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_job_without_a_baseline_leaves_the_next_one_its_budget():
+    """Two jobs at world size 2, in that order: the first with no world-size-1 job to be measured against has no
+    budget; the second's is derived all the same."""
+    one, two = _rows("one", 1, comm=0.0, fb=30.0), _rows("two", 2, comm=8.0, fb=36.0, seed=12)
+    alone = _rows("alone", 2, comm=8.0, fb=36.0, seed=13)
+    figures = _figures([{"key": "alone", "world_size": 2, "scaling": "weak"},
+                        {"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    figures.baseline_keys = lambda key: [] if key == "alone" else ["one"]
+    budgets = derive_budgets(figures, {"alone": alone, "one": one, "two": two})
+    assert list(budgets) == ["two"]
+    assert budgets["two"]["comm"][0] == pytest.approx(8.0, abs=1.0)
+
+
+def _ranks(ready: dict, steps: int = 8, launches: int = 2, step_ms: float = 40.0, nosync_ms: float = 30.0):
+    """Rows of a job whose rank r is ready at ``ready[r](step)`` ms on each measured step (NaN: not timed), every
+    measured step ``step_ms`` and every no_sync() step ``nosync_ms`` long on every rank."""
+    rows = []
+    for repeat in range(launches):
+        for step in range(steps):
+            for rank, at in ready.items():
+                for phase, ms in (("measure", step_ms), ("nosync", nosync_ms)):
+                    rows.append(dict(key="k", repeat=repeat, rank=rank, phase=phase, step=step, data_ms=1.0,
+                                     forward_ms=10.0, backward_ms=20.0, comm_ms=0.0, optimizer_ms=1.0, step_ms=ms,
+                                     ready_ms=at(step) if phase == "measure" else 30.0))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize(("late_ms", "last_in", "named"), [
+    (4.0, 8, 1),     # late by 10 % of the 40 ms step, exactly: named
+    (3.9, 8, None),  # just under (and over 10 % of the 30 ms reference step, which does not count)
+    (8.0, 6, 1),     # last in 6 steps of 8, 75 % exactly: named
+    (8.0, 5, None),  # in 5 of 8
+])
+def test_the_naming_rule_at_its_edges(late_ms, last_in, named):
+    """docs/reading-the-report.md: last in at least 75 % of the steps and, over those, later than the other ranks'
+    mean by at least 10 % of the mean step. On the other steps rank 0 is last, by 1 ms."""
+    two = _ranks({0: lambda step: 30.0 + (1.0 if step >= last_in else 0.0),
+                  1: lambda step: 30.0 + (late_ms if step < last_in else 0.0)})
+    assert named_rank(two) == named
+
+
+def test_a_rank_without_readiness_is_left_out_of_the_naming_and_an_untimed_step_too():
+    """Three ranks, rank 2's readiness never timed: ranks 0 and 1 are compared, and rank 1 named, late by 8 ms on
+    every step; likewise where rank 1's readiness is missing on one step of each launch."""
+    late = {0: lambda step: 30.0, 1: lambda step: 38.0}
+    assert named_rank(_ranks({**late, 2: lambda step: math.nan})) == 1
+    assert named_rank(_ranks({**late, 1: lambda step: math.nan if step == 3 else 38.0})) == 1
+
+
+def test_readiness_no_step_has_for_two_ranks_gives_way_to_the_reference_steps():
+    """Rank 0's readiness timed on even steps, rank 1's on odd: no step compares them, and the no_sync() steps,
+    where rank 1 takes 20 ms more, name it."""
+    two = _ranks({0: lambda step: 30.0 if step % 2 == 0 else math.nan, 1: lambda step: 30.0 if step % 2 else math.nan})
+    two.loc[(two["phase"] == "nosync") & (two["rank"] == 1), "step_ms"] += 20.0
+    assert named_rank(two) == 1
+
+
+@pytest.mark.parametrize("lost", ["measure", "nosync"])
+def test_a_launch_that_lost_a_phase_s_steps_leaves_the_first_its_lines(lost):
+    """The job's second launch lost its measured steps, or its no_sync() steps while the first kept them (a cut
+    file): the loss is the first launch's alone, with no interval, rather than an error."""
+    one = _rows("one", 1, comm=0.0, fb=30.0, launches=2, seed=14)
+    two = _rows("two", 2, comm=8.0, fb=36.0, launches=2, seed=15)
+    cut = two[~((two["repeat"] == 1) & (two["phase"] == lost))]
+    figures = _figures([{"key": "one", "world_size": 1, "scaling": "weak"},
+                        {"key": "two", "world_size": 2, "scaling": "weak"}])
+    budget = derive_budgets(figures, {"one": one, "two": cut})["two"]
+    step = _slowest(two[two["repeat"] == 0], "measure", lambda r: r["step_ms"])
+    assert budget["loss"][0] == pytest.approx(step.mean() - _slowest(one, "measure", lambda r: r["step_ms"]).mean())
+    assert math.isnan(budget["loss"][1])

@@ -228,3 +228,84 @@ def test_a_peak_too_low_is_flagged_with_figures_the_checker_derives_again(tmp_pa
     # a percentage whose words name no peak is not matched to either peak's figure: held to the job's others
     unnamed = said[0].replace("200 % of the GEMM peak", "200 %, by the GEMM peak")
     assert [p.kind for p in check_claim(fig, Claim(unnamed))] == ["figure"]
+
+
+def _sweep_line(experiment) -> str:
+    return json.dumps({"kind": "sweep", "experiment": experiment}) + "\n"
+
+
+@pytest.mark.parametrize("later", [{"cost": 5}, {"cost": None}, {"cost": [1.0]}, "an experiment in words", None,
+                                   {"datasheet_tflops": 0}, {"datasheet_tflops": -1.0}, {"datasheet_tflops": "fast"},
+                                   {"datasheet_tflops": True}, {"datasheet_tflops": 1e400}])
+def test_a_later_sweep_s_price_or_peak_that_is_no_price_or_peak_leaves_the_earlier_one(tmp_path, later):
+    """A price is a table of [cost] keys and a datasheet peak a number in (0, inf): a later sweep record whose
+    value is neither (a foreign or hand writer's) leaves the one before it standing."""
+    folder = _folder(tmp_path)
+    with open(folder.path / "results.jsonl", "a") as fh:
+        fh.write(_sweep_line({"cost": {"price_per_device_hour": 2.0}, "datasheet_tflops": 50.0}))
+        fh.write(_sweep_line(later))
+    records = read(folder.path)
+    assert records.price == {"price_per_device_hour": 2.0} and records.datasheet_tflops == 50.0
+    with open(folder.path / "results.jsonl", "a") as fh:  # one that is a price and a peak is taken
+        fh.write(_sweep_line({"cost": {"price_per_device_hour": 3.0}, "datasheet_tflops": 20}))
+    records = read(folder.path)
+    assert records.price == {"price_per_device_hour": 3.0} and records.datasheet_tflops == 20.0
+
+
+@pytest.mark.parametrize("flops, kept", [(2e9, 2e9), (7, 7.0), (0, None), (-1e9, None), (math.inf, None),
+                                         ("many", None), (True, None), (None, None)])
+def test_a_launch_s_flops_a_step_are_a_number_in_zero_to_infinity_or_missing(tmp_path, flops, kept):
+    folder = _folder(tmp_path)
+    first = next(r for r in _lines(folder) if r["kind"] == "run")
+    with open(folder.path / "results.jsonl", "a") as fh:
+        fh.write(json.dumps(_set(first, ("result", "compute"), {"flops_per_step": flops})) + "\n")
+    runs = read(folder.path).runs
+    value = runs[(runs["key"] == first["key"]) & (runs["repeat"] == first["repeat"])]["flops_per_step"].iloc[0]
+    assert (math.isnan(value) if kept is None else value == kept), value
+
+
+@pytest.mark.parametrize("figure, kept", [(3.5, 3.5), (0, 0), ("lots", "lots"), ([1, 2], [1, 2]), (math.inf, None),
+                                          (True, None), ({"a": 1}, None), (None, None)])
+def test_a_rank_s_figure_is_kept_as_a_number_a_text_or_a_list_else_missing(tmp_path, figure, kept):
+    folder = _folder(tmp_path)
+    first = next(r for r in _lines(folder) if r["kind"] == "run")
+    with open(folder.path / "results.jsonl", "a") as fh:
+        fh.write(json.dumps(_set(first, ("result", "ranks", 1, "peak_rss_mb"), figure)) + "\n")
+    ranks = read(folder.path).ranks
+    value = ranks[(ranks["key"] == first["key"]) & (ranks["repeat"] == first["repeat"]) & (ranks["rank"] == 1)]
+    value = value["peak_rss_mb"].iloc[0]
+    if kept is None:
+        assert isinstance(value, float) and math.isnan(value), value
+    else:  # a number as a number (pandas' float in a column of numbers), a text or a list as stored
+        assert value == kept and (isinstance(value, (int, float)) if isinstance(kept, (int, float))
+                                  else type(value) is type(kept)), value
+
+
+def test_a_model_given_arguments_is_labelled_with_them(tmp_path):
+    """A named model given keyword arguments (``model_args``) is labelled with them, as the report labels it: two
+    jobs of one model with other arguments are two models to the checker."""
+    from ddpbench.testing.records import job, result_for
+
+    folder = ResultsFolder(tmp_path)
+    for args in ('{"seq_len": 128}', '{"seq_len": 64}', ""):
+        spec = job(model="gpt2-mini", model_args=args)
+        folder.launch(spec_from_dict(spec), 0, result=result_for(spec, 10.0))
+    labels = sorted(derive(tmp_path).jobs["label"])
+    assert labels == ["gpt2-mini", "gpt2-mini(seq_len=128)", "gpt2-mini(seq_len=64)"]
+
+
+def test_a_folder_with_no_readable_launch_is_checked_as_one_of_no_jobs(tmp_path):
+    """Every run record damaged (a foreign writer's): the checker's figures are a table of no jobs and a sentence
+    about a job is a problem of its job, not a KeyError."""
+    from ddpbench.audit import check_folder
+
+    folder = _folder(tmp_path)
+    lines = (folder.path / "results.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["kind"] != "run"]
+    damaged = [json.dumps(_set(json.loads(line), ("result", "steps", 0, 8), 0.0)) for line in lines
+               if json.loads(line)["kind"] == "run"]
+    (folder.path / "results.jsonl").write_text("\n".join([*kept, *damaged]) + "\n")
+    figures = derive(folder.path)
+    assert figures.jobs.empty and figures.ok().empty and figures.ok_keys() == []
+    problems = check_folder(folder.path, [Claim("ws=2 steps 10.0 ms (mean)", "0123456789ab")])
+    assert [p.kind for p in problems] == ["job"]
