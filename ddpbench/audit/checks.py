@@ -418,8 +418,9 @@ def job_named(fig: Figures, claim: Claim) -> list[Problem]:
         out.append(f"names {labels[0]}, but job {claim.job} trained {r['label']}")
     strategies = {str(s) for s in fig.jobs["strategy"].unique()}
     said = [s for s in strategies if re.search(rf"(?<![\w-]){re.escape(s)}(?![\w-])", text, re.IGNORECASE)]
-    if said and str(r["strategy"]) not in [s.lower() for s in said] and not any(
-            str(r["strategy"]) in s or s in str(r["strategy"]) for s in said):
+    # the search ignores case: where a name differing from the job's strategy in case alone is said, the job's own is
+    # said too, and found here
+    if said and not any(str(r["strategy"]) in s or s in str(r["strategy"]) for s in said):
         out.append(f"names {said[0]}, but job {claim.job} ran {r['strategy']}")
     caps = {float(n) for n in re.findall(r"\bbucket (\d+(?:\.\d+)?) MB", text)}
     if len(caps) == 1 and float(r["bucket_cap_mb"]) not in caps:

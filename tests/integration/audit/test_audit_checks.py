@@ -441,3 +441,36 @@ def test_the_words_before_a_figure_say_its_kind(quick):
     assert check_claim(quick, Claim("the two settings are 48 %", AT_1MB)) == []
     assert said(check_claim(quick, Claim("the two settings differ by 48 %", AT_1MB))) == [
         ("figure", f"48 % is no re-derived figure of the jobs it is about; nearest step gain {ONE} vs {AT_1MB} = 51.9")]
+
+
+#: a setting a job at the fix's bucket cap may differ in and still tell the layout of this model at that cap
+OTHER = {"world_size": 4, "threads_per_rank": 2, "backend": "nccl", "emulate_nodes": 2, "link": "1gbit",
+         "link_delay_ms": 5.0}
+
+
+@pytest.mark.parametrize("column", sorted(OTHER))
+def test_a_twin_ran_a_bucket_cap_fix_when_its_layout_is_the_one_any_job_recorded_at_that_cap(quick, column):
+    """The 1 MB job ran at another setting (``column``), so it is no twin of the 25 MB job; the 2 MB job recorded
+    the very buckets the 1 MB job did: it ran the fix "bucket_cap_mb = 1" as far as the buckets go, whatever the
+    setting the 1 MB job differed in."""
+    from ddpbench.audit.checks import run_twins
+
+    fig = copy.deepcopy(quick)
+    fig.jobs[column] = fig.jobs[column].astype(object)
+    fig.jobs.at[AT_1MB, column] = OTHER[column]
+    fig.jobs.at[AT_2MB, "layout"] = fig.jobs.at[AT_1MB, "layout"]
+    fig.memo.clear()
+    assert run_twins(fig, AT_25MB, {"bucket_cap_mb": 1.0}) == [AT_2MB]
+    fig.jobs.at[AT_2MB, "layout"] = quick.jobs.at[AT_2MB, "layout"]
+    fig.memo.clear()
+    assert run_twins(fig, AT_25MB, {"bucket_cap_mb": 1.0}) == []
+
+
+def test_a_job_at_the_fix_s_cap_tells_its_own_layout_to_its_twins(quick):
+    """The claim's own job ran at 1 MB: a twin at 2 MB that recorded the same buckets ran "bucket_cap_mb = 1"."""
+    from ddpbench.audit.checks import run_twins
+
+    fig = copy.deepcopy(quick)
+    fig.jobs.at[AT_2MB, "layout"] = fig.jobs.at[AT_1MB, "layout"]
+    fig.memo.clear()
+    assert run_twins(fig, AT_1MB, {"bucket_cap_mb": 1.0}) == [AT_2MB]
