@@ -47,8 +47,6 @@ STATED = {REGIMES[0]: ("system", "compute", "links in a node"),
 MIN_ROWS = 10
 #: what the held-out error is regressed on (the logarithm of each)
 FEATURES = ("intensity", "devices")
-#: the band's percentiles of the regression's residuals
-PERCENTILES = (5.0, 95.0)
 #: each regime's coverage measured leave-one-source-out over its stated rows (:func:`coverage`; a test holds the
 #: two equal): what whatif says of the band it prints
 COVERAGE = {REGIMES[0]: (0.872, 109), REGIMES[1]: (1.0, 4)}
@@ -108,7 +106,8 @@ def fit(rows: pd.DataFrame) -> tuple[np.ndarray, float, float]:
     gap = -rows["error_pp"].to_numpy(dtype=float)
     design = _design(rows["intensity"], rows["devices"])
     coefficients = np.linalg.lstsq(design, gap, rcond=None)[0]
-    low, high = weighted_percentiles(gap - design @ coefficients, np.arange(len(rows)), PERCENTILES)
+    # the pooled band's percentiles (.loso.BAND_PERCENTILES), each row weighing the same
+    low, high = weighted_percentiles(gap - design @ coefficients, np.arange(len(rows)))
     return coefficients, low, high
 
 
@@ -188,8 +187,7 @@ def band_at(work, cluster, devices: int) -> tuple[Band, bool]:
     return band_for(devices, cluster.gpus_per_node, step_intensity(work, cluster, devices))
 
 
-def largest_within(work, cluster, target: float, end: str, algorithm: str = "auto", costs=None,
-                   limit: int = 1 << 16, per: int = 1) -> int:
+def largest_within(work, cluster, target: float, end: str, algorithm: str, costs, per: int) -> int:
     """The largest world size (whole nodes of ``per`` devices where above 1) whose efficiency plus its band's
     ``end`` ("low" or "high") still reaches ``target``: doubling until one misses, then bisection
     (:func:`.wholenodes.largest`); 1 where 2 miss (``per`` 1), 0 where one node does (``per`` above 1)."""
@@ -198,7 +196,7 @@ def largest_within(work, cluster, target: float, end: str, algorithm: str = "aut
         pp = found.low_pp if end == "low" else found.high_pp
         return 100 * ddp_step(work, p, cluster, algorithm, costs).efficiency + pp >= 100 * target
 
-    return largest(reaches, per, limit)
+    return largest(reaches, per)
 
 
 def step_intensity(work, cluster, devices: int) -> float:
