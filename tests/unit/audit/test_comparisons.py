@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from ddpbench.audit import Claim, derive
@@ -155,3 +156,48 @@ def test_a_framework_by_its_name_against_raw_ddp():
     assert kinds(fig, text.format(n="0.449x")) == ["direction"]
     assert kinds(fig, text.format(n="2.05x")) == ["figure"]
     assert kinds(fig, text.format(n="2.23x").replace("is slower than raw", "is faster than raw")) == ["direction"]
+
+
+def test_the_other_setting_is_of_this_one_s_model_where_its_words_name_only_a_world_size(tmp_path):
+    """"mlp-s at ws=2, Nx as fast as ws=1" in a folder with mlp-s and mlp-m at ws=1: ws=1 is mlp-s's, the model the
+    words leave out is this one's; a figure that is the speedup over mlp-m's ws=1 is wrong, whatever the world size
+    said."""
+    results = ResultsFolder(tmp_path)
+    for size, world, steps in (("s", 1, (10.0, 10.2, 9.8)), ("s", 2, (14.0, 14.6, 13.5)), ("m", 1, (30.0, 31.0, 29.0))):
+        spec = job(model_size=size, world_size=world)
+        for repeat, step in enumerate(steps):
+            results.launch(spec_from_dict(spec), repeat, result=result_for(spec, step, repeat=repeat))
+    fig = derive(tmp_path)
+    jobs = fig.jobs
+    mine = jobs[jobs["world_size"] == 2].index[0]
+    small, medium = (jobs[(jobs["world_size"] == 1) & (jobs["model_size"] == size)].index[0] for size in "sm")
+    right, other = (speedup(fig, mine, theirs, per_sample=True)[0] for theirs in (small, medium))
+    assert abs(math.log(right / other)) > 0.5  # the two readings far apart
+    # about no one job: the sentence is about every job, both ws=1 jobs among them
+    assert [p for p in check_claim(fig, Claim(f"at ws=2, {x(right)} as fast as ws=1")) if "records" in p.expected] == []
+    for said in ("ws=1", "world size 1"):
+        found = [p.expected for p in check_claim(fig, Claim(f"at ws=2, {x(other)} as fast as {said}"))]
+        assert f"says {x(other)} as fast as {said}; by the records {right:.3g}x" in found
+
+
+def test_several_jobs_a_side_are_pooled_only_within_one_setting_but_the_cap(tmp_path):
+    """"1 MB, Nx as fast as the default 25 MB" with 1 and 25 MB at ws=2 and at ws=4: each world size's 25 MB over its
+    own 1 MB, never the launches of both world sizes pooled (a figure no setting ran)."""
+    results = ResultsFolder(tmp_path)
+    for world, cap, steps in ((2, 1.0, (12.0, 12.3, 11.6)), (2, 25.0, (14.0, 14.6, 13.5)),
+                              (4, 1.0, (30.0, 31.0, 29.0)), (4, 25.0, (50.0, 52.0, 48.0))):
+        spec = job(world_size=world, bucket_cap_mb=cap)
+        for repeat, step in enumerate(steps):
+            results.launch(spec_from_dict(spec), repeat, result=result_for(spec, step, repeat=repeat))
+    fig = derive(tmp_path)
+    each = [speedup(fig, key(fig, world, 1.0), key(fig, world))[0] for world in (2, 4)]
+    pooled = (np.mean([t for world in (2, 4) for t in fig.launch_ms[key(fig, world)]])
+              / np.mean([t for world in (2, 4) for t in fig.launch_ms[key(fig, world, 1.0)]]))
+    assert min(abs(math.log(pooled / s)) for s in each) > 0.05  # apart from both in their third digit
+
+    def problems(n: float) -> list[str]:
+        return [p.expected for p in check_claim(fig, Claim(f"1 MB, {x(n)} as fast as the default 25 MB"))
+                if "by the records" in p.expected]
+
+    assert problems(each[0]) == [] and problems(each[1]) == []
+    assert problems(pooled) == [f"says {x(pooled)} as fast as the default 25 MB; by the records {each[1]:.3g}x"]

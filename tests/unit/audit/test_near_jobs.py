@@ -41,3 +41,32 @@ def test_a_failed_job_with_no_ok_job_near_it_is_held_to_itself_alone(fig):
     assert fig.rec(lone)["status"] == "failed"
     assert near_jobs(fig, lone) == [lone]
     assert fig.baselines_of([]) == []
+
+
+def test_a_fix_that_names_every_setting_is_run_by_the_job_with_them_all(tmp_path):
+    """A fix's fields come from the folder's diagnosis, which anyone may have written: one naming every setting of
+    another job (nothing left alike to match by) is run by that job, and no error."""
+    from ddpbench.audit.checks import run_twins
+    from ddpbench.experiment.spec import FIELDS
+
+    figures = derive(write_results(tmp_path / "r", [ok(10.0, world_size=2), ok(9.0, world_size=2, bucket_cap_mb=1.0),
+                                                    ok(8.0, world_size=2, batch_size=64)]))
+    mine, capped = _key(world_size=2), _key(world_size=2, bucket_cap_mb=1.0)
+    every = {name: figures.rec(capped)[name] for name in FIELDS}
+    assert run_twins(figures, mine, every) == [capped]
+
+
+def test_a_failed_job_s_fix_is_run_only_by_a_job_alike_in_every_other_setting(tmp_path):
+    """A failed job's own settings are no ok job's: a sentence that says the sweep measured its fix is held to the
+    jobs alike in all but the fix, and a job of another world size at the fix's cap is none of them."""
+    from ddpbench.audit import Claim
+    from ddpbench.audit.checks import check_claim, run_twins
+
+    figures = derive(write_results(tmp_path / "r", [failed("killed", world_size=4),
+                                                    ok(9.0, world_size=2, bucket_cap_mb=1.0)]))
+    broken = _key(world_size=4)
+    assert run_twins(figures, broken, {"bucket_cap_mb": 1.0}) == []
+    text = "the sweep measured bucket_cap_mb = 1: 9.1 ms a step (mean)"
+    kinds = [p.kind for p in check_claim(figures, Claim(text, broken, fix_fields={"bucket_cap_mb": 1.0},
+                                                        basis="measured"))]
+    assert "basis" in kinds

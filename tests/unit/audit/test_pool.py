@@ -4,11 +4,16 @@ folder's launches by its definitions and compared whole (name, value, interval, 
 definitions a sentence's figures are checked against: a step ratio, a change and a gain with the interval of
 the ratio of mean steps (paired where two jobs ran in the same rounds), a sample's time and cost, the
 figures of a setting of several caps, and those between such a setting and the other jobs; and a job's own
-figures (``job_figures``): each with its unit, interval and family, its loss budget's lines among them."""
+figures (``job_figures``): each with its unit, interval and family, its loss budget's lines among them, listed
+whole from a record with every column the checker derives (written out here by hand from round numbers: a step of
+100 ms, so that a phase's share of it is its ms) and from one with only the columns every folder has. The
+checker's words are matched against these by unit and family, and its messages name them: a wrong family lets
+"12.5 % of the step" pass against a noise figure, a wrong end fails "90 % (80-95 %)" against the right interval."""
 
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -18,6 +23,8 @@ from ddpbench.audit.budget import STRAGGLER
 from ddpbench.audit.figures import FIELDS, Figures, ratio_interval
 from ddpbench.audit.pool import (
     BUDGET,
+    DATASHEET_PEAK,
+    GEMM_PEAK,
     Entry,
     _add,
     between,
@@ -295,3 +302,246 @@ def test_a_job_without_a_loss_budget_has_no_line_of_one():
     pool: dict = {}
     job_figures(folder(), "k1", pool)
     assert not [name for name in by_name(pool) if "loss" in name]
+
+
+NAN = math.nan
+
+#: k1's columns (step 100 ms, its baselines the jobs k2, k3 and k4) beyond those folder() makes
+COLUMNS = {
+    "step_ms": 100.0, "step_low": 98.0, "step_high": 104.0, "step_ms_pooled": 80.0, "nosync_backward_ms": 11.0,
+    "backward_compute_ms": 12.0, "median_ms": 96.0, "iqr_ms": 4.0, "nosync_ms": 90.0, "exposed_ms": 10.0,
+    "exposed_low": 8.0, "exposed_high": 12.0, "data_ms": 3.0, "forward_ms": 20.0, "backward_ms": 30.0,
+    "comm_ms": 7.0, "optimizer_ms": 5.0, "compute_ms": 60.0, "straggler_ms": 2.0, "ddp_comm_ms": 8.0,
+    "largest_bucket_pct": 80.0, "exposed_pct": 10.0, "data_pct": 3.0, "forward_pct": 20.0, "backward_pct": 30.0,
+    "comm_pct": 7.0, "optimizer_pct": 5.0, "noise_pct": 3.5, "straggler_pct": 2.0,
+    "budget_loss": 40.0, "budget_loss_low": 36.0, "budget_loss_high": 44.0,
+    "budget_contention": 5.0, "budget_contention_low": 4.0, "budget_contention_high": 6.0,
+    "budget_sync_compute": 6.0, "budget_sync_compute_low": 5.0, "budget_sync_compute_high": 7.0,
+    "budget_comm": 7.0, "budget_comm_low": 6.0, "budget_comm_high": 8.0,
+    "budget_data": 8.0, "budget_data_low": 7.0, "budget_data_high": 9.0,
+    "budget_straggler": 9.0, "budget_straggler_low": 8.0, "budget_straggler_high": 10.0,
+    "budget_overhead": 3.0, "budget_overhead_low": 2.0, "budget_overhead_high": 4.0,
+    "budget_residual": 2.0, "budget_residual_low": 1.0, "budget_residual_high": 3.0,
+    "barrier_share": 0.75, "barrier_late_pct": 6.0, "barrier_late_ms": 3.5, "barrier_wait_ms": 4.5,
+    "barrier_excess_data_ms": 1.5, "barrier_excess_forward_ms": 2.5, "barrier_excess_rest": 0.5,
+    "speedup": 1.8, "speedup_low": 1.6, "speedup_high": 1.9, "efficiency_pct": 90.0, "baseline": ("k2", "k3", "k4"),
+    "serial_fraction": 0.05, "serial_fraction_low": 0.04, "serial_fraction_high": 0.06,
+    "samples_per_s": 320.0, "samples_per_s_low": 300.0, "samples_per_s_high": 340.0,
+    "tflops": 1.5, "tflops_pooled": 1.6, "peak_pct": 40.0, "peak_pct_pooled": 42.0, "datasheet_pct": 4.0,
+    "datasheet_pct_pooled": 4.2, "cost_per_million": 2.5, "cost_per_million_low": 2.0,
+    "cost_per_million_high": 3.0, "cost_to_train": 100.0, "cost_to_train_low": 90.0, "cost_to_train_high": 110.0,
+    "hours": 10.0, "hours_low": 9.0, "hours_high": 11.0, "buckets": 2,
+    "moved_max_mb": 161.0, "moved_median_mb": 50.0, "bytes_sent_per_step_max_mb": 40.0,
+    "bytes_sent_per_step_median_mb": 20.0, "peak_rss_mb": 900.0,
+}
+#: the baselines' own (each one's step is the mean of its launches); three, so that their median step is not their
+#: mean
+BASELINE = {"k2": {"nosync_ms": 70.0, "compute_ms": 65.0, "median_ms": 90.0},
+            "k3": {"nosync_ms": 71.0, "compute_ms": 66.0, "median_ms": 120.0},
+            "k4": {"nosync_ms": 72.0, "compute_ms": 67.0, "median_ms": 80.0}}
+STEPS = {b: float(np.mean(LAUNCHES[b])) for b in BASELINE}
+
+#: the launches' spread: their standard deviation over their mean, in %
+SPREAD = 100 * np.std(LAUNCHES["k1"], ddof=1) / np.mean(LAUNCHES["k1"])
+
+#: every figure of k1, by unit, in the order listed: (name, value, low, high, family)
+EVERY = {
+    "ms": [
+        ("step_ms of k1", 100.0, 98.0, 104.0, ""), ("step_ms_pooled of k1", 80.0, NAN, NAN, ""),
+        ("nosync_backward_ms of k1", 11.0, NAN, NAN, ""), ("backward_compute_ms of k1", 12.0, NAN, NAN, ""),
+        ("median_ms of k1", 96.0, NAN, NAN, ""), ("iqr_ms of k1", 4.0, NAN, NAN, ""),
+        ("nosync_ms of k1", 90.0, NAN, NAN, ""), ("exposed_ms of k1", 10.0, 8.0, 12.0, ""),
+        ("data_ms of k1", 3.0, NAN, NAN, ""), ("forward_ms of k1", 20.0, NAN, NAN, ""),
+        ("backward_ms of k1", 30.0, NAN, NAN, ""), ("comm_ms of k1", 7.0, NAN, NAN, "comm phase"),
+        ("optimizer_ms of k1", 5.0, NAN, NAN, ""), ("compute_ms of k1", 60.0, NAN, NAN, ""),
+        ("straggler_ms of k1", 2.0, NAN, NAN, ""), ("ddp_comm_ms of k1", 8.0, NAN, NAN, ""),
+        ("step_low of k1", 98.0, NAN, NAN, ""), ("step_high of k1", 104.0, NAN, NAN, ""),
+        ("loss line of k1's loss budget", 40.0, 36.0, 44.0, "loss"),
+        ("contention line of k1's loss budget", 5.0, 4.0, 6.0, "contention"),
+        ("sync_compute line of k1's loss budget", 6.0, 5.0, 7.0, "sync_compute"),
+        ("comm line of k1's loss budget", 7.0, 6.0, 8.0, "comm"),
+        ("data line of k1's loss budget", 8.0, 7.0, 9.0, "data"),
+        ("straggler line of k1's loss budget", 9.0, 8.0, 10.0, "straggler"),
+        ("overhead line of k1's loss budget", 3.0, 2.0, 4.0, "overhead"),
+        ("residual line of k1's loss budget", 2.0, 1.0, 3.0, "residual"),
+        ("the baseline k1's loss is over", 60.0, NAN, NAN, "baseline"),
+        ("barrier late_ms of k1", 3.5, NAN, NAN, "lateness"),
+        ("barrier wait_ms of k1", 4.5, NAN, NAN, ""), ("barrier excess_data_ms of k1", 1.5, NAN, NAN, ""),
+        ("barrier excess_forward_ms of k1", 2.5, NAN, NAN, ""), ("barrier excess_rest of k1", 0.5, NAN, NAN, ""),
+        ("the barrier's wait of k1", 4.5, NAN, NAN, "straggler"),
+        *((f"{c} of k1's baseline {b}", STEPS[b] if c == "step_ms" else BASELINE[b][c], NAN, NAN, "baseline")
+          for b in BASELINE for c in ("step_ms", "nosync_ms", "compute_ms")),
+    ],
+    "%": [
+        ("largest bucket of k1 in % of its gradients", 80.0, NAN, NAN, ""),
+        ("exposed_pct of k1", 10.0, NAN, NAN, "share"), ("data_pct of k1", 3.0, NAN, NAN, "share"),
+        ("forward_pct of k1", 20.0, NAN, NAN, "share"), ("backward_pct of k1", 30.0, NAN, NAN, "share"),
+        ("comm_pct of k1", 7.0, NAN, NAN, "share"), ("optimizer_pct of k1", 5.0, NAN, NAN, "share"),
+        ("noise_pct of k1", 3.5, NAN, NAN, "noise"), ("straggler_pct of k1", 2.0, NAN, NAN, "straggler"),
+        # the exposed time over the pooled mean step (80 ms), its interval too
+        ("exposed share of k1", 12.5, 10.0, 15.0, "share"),
+        ("step_ms of k1 in % of its step", 100.0, NAN, NAN, "share"),
+        ("step_ms_pooled of k1 in % of its step", 80.0, NAN, NAN, "share"),
+        ("nosync_backward_ms of k1 in % of its step", 11.0, NAN, NAN, "share"),
+        ("backward_compute_ms of k1 in % of its step", 12.0, NAN, NAN, "share"),
+        ("median_ms of k1 in % of its step", 96.0, NAN, NAN, "share"),
+        ("iqr_ms of k1 in % of its step", 4.0, NAN, NAN, "share"),
+        ("nosync_ms of k1 in % of its step", 90.0, NAN, NAN, "share"),
+        ("exposed_ms of k1 in % of its step", 10.0, NAN, NAN, "share"),
+        ("data_ms of k1 in % of its step", 3.0, NAN, NAN, "share"),
+        ("forward_ms of k1 in % of its step", 20.0, NAN, NAN, "share"),
+        ("backward_ms of k1 in % of its step", 30.0, NAN, NAN, "share"),
+        ("comm_ms of k1 in % of its step", 7.0, NAN, NAN, "share"),
+        ("optimizer_ms of k1 in % of its step", 5.0, NAN, NAN, "share"),
+        ("compute_ms of k1 in % of its step", 60.0, NAN, NAN, "share"),
+        ("straggler_ms of k1 in % of its step", 2.0, NAN, NAN, "share"),
+        ("ddp_comm_ms of k1 in % of its step", 8.0, NAN, NAN, "share"),
+        # each line in % of the loss (40 ms); the loss none of itself
+        ("contention line of k1 in % of its loss", 12.5, NAN, NAN, "loss"),
+        ("sync_compute line of k1 in % of its loss", 15.0, NAN, NAN, "loss"),
+        ("comm line of k1 in % of its loss", 17.5, NAN, NAN, "loss"),
+        ("data line of k1 in % of its loss", 20.0, NAN, NAN, "loss"),
+        ("straggler line of k1 in % of its loss", 22.5, NAN, NAN, "loss"),
+        ("overhead line of k1 in % of its loss", 7.5, NAN, NAN, "loss"),
+        ("residual line of k1 in % of its loss", 5.0, NAN, NAN, "loss"),
+        ("share of k1's steps its last-ready rank was last", 75.0, NAN, NAN, "last share"),
+        ("k1's last-ready rank's lateness in % of the step", 6.0, NAN, NAN, "late share"),
+        # the speedup's interval over the world size
+        ("efficiency of k1", 90.0, 80.0, 95.0, "efficiency"),
+        # against the baselines' median step (90 ms) instead of their mean step
+        ("efficiency of k1 against its baseline's median step", 90.0 * np.mean(list(STEPS.values())) / 90.0, NAN,
+         NAN, "efficiency"),
+        ("k1's TFLOP/s over its mean step in % of its ranks' GEMM peak", 40.0, NAN, NAN, GEMM_PEAK),
+        ("k1's TFLOP/s over its mean step in % of the datasheet peak", 4.0, NAN, NAN, DATASHEET_PEAK),
+        ("k1's TFLOP/s over its pooled mean step in % of its ranks' GEMM peak", 42.0, NAN, NAN, GEMM_PEAK),
+        ("k1's TFLOP/s over its pooled mean step in % of the datasheet peak", 4.2, NAN, NAN, DATASHEET_PEAK),
+        ("launch-to-launch spread of k1", SPREAD, NAN, NAN, "spread"),
+    ],
+    "x": [
+        ("speedup of k1", 1.8, 1.6, 1.9, "speedup"),
+        ("bytes_sent_per_step max / median over ranks of k1", 2.0, NAN, NAN, "traffic"),
+        ("moved max / median over ranks of k1", 161.0 / 50.0, NAN, NAN, "traffic"),
+    ],
+    "e": [("serial fraction of k1", 0.05, 0.04, 0.06, "")],
+    "ws": [("world size of k1", 2.0, NAN, NAN, "")],
+    "launches": [("launches of k1", 3.0, NAN, NAN, "")],
+    "samples/s": [("throughput of k1", 320.0, 300.0, 340.0, "")],
+    "TFLOP/s": [("TFLOP/s per process of k1 over its mean step", 1.5, NAN, NAN, ""),
+                ("TFLOP/s per process of k1 over its pooled mean step", 1.6, NAN, NAN, "")],
+    "money": [("cost per million samples of k1", 2.5, 2.0, 3.0, ""),
+              ("cost of the training run of k1", 100.0, 90.0, 110.0, "")],
+    "h": [("hours of the training run of k1", 10.0, 9.0, 11.0, "")],
+    "buckets": [("bucket count of k1", 2.0, NAN, NAN, "")],
+    "MB": [
+        ("bucket cap of k1", 25.0, NAN, NAN, ""), ("a bucket of k1", 4.0, NAN, NAN, ""),
+        ("a bucket of k1", 1.0, NAN, NAN, ""), ("gradients of k1", 5.0, NAN, NAN, ""),
+        # every column in MB but the cap, by name; the two traffic figures by which rank
+        ("moved_max_mb of k1", 161.0, NAN, NAN, "traffic max"),
+        ("moved_median_mb of k1", 50.0, NAN, NAN, "traffic median"),
+        ("bytes_sent_per_step_max_mb of k1", 40.0, NAN, NAN, ""),
+        ("bytes_sent_per_step_median_mb of k1", 20.0, NAN, NAN, ""),
+        ("peak_rss_mb of k1", 900.0, NAN, NAN, ""),
+    ],
+}
+
+#: what a record with only folder()'s columns gives (step 101 ms: the mean of k1's launches)
+PLAIN_STEP = float(np.mean(LAUNCHES["k1"]))
+PLAIN = {
+    "ms": [("step_ms of k1", PLAIN_STEP, NAN, NAN, ""), ("exposed_ms of k1", 10.0, NAN, NAN, ""),
+           ("data_ms of k1", 3.0, NAN, NAN, "")],
+    "%": [("step_ms of k1 in % of its step", 100.0, NAN, NAN, "share"),
+          ("exposed_ms of k1 in % of its step", 100 * 10.0 / PLAIN_STEP, NAN, NAN, "share"),
+          ("data_ms of k1 in % of its step", 100 * 3.0 / PLAIN_STEP, NAN, NAN, "share"),
+          ("launch-to-launch spread of k1", SPREAD, NAN, NAN, "spread")],
+    "ws": [("world size of k1", 2.0, NAN, NAN, "")],
+    "launches": [("launches of k1", 3.0, NAN, NAN, "")],
+    "samples/s": [("throughput of k1", 1000 * 32 / PLAIN_STEP, NAN, NAN, "")],
+    "MB": [("bucket cap of k1", 25.0, NAN, NAN, ""), ("a bucket of k1", 4.0, NAN, NAN, ""),
+           ("a bucket of k1", 1.0, NAN, NAN, ""), ("gradients of k1", 5.0, NAN, NAN, "")],
+}
+
+
+def figures_of(pool: dict) -> dict:
+    return {unit: [(e.name, e.value, e.low, e.high, e.family) for e in entries] for unit, entries in pool.items()}
+
+
+def alike(got: dict, want: dict) -> None:
+    """The same units in the same order, each the same figures in the same order: names and families exactly,
+    values and ends to 1e-12 (NaN where there is none)."""
+    assert list(got) == list(want)
+    for unit in want:
+        assert [(n, f) for n, _, _, _, f in got[unit]] == [(n, f) for n, _, _, _, f in want[unit]], unit
+        for g, w in zip(got[unit], want[unit]):
+            for a, b in zip(g[1:4], w[1:4]):
+                assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12), (unit, g, w)
+
+
+def test_every_figure_of_a_job_with_every_column_is_listed_with_its_unit_interval_and_family():
+    columns = {c: {"k1": v} for c, v in COLUMNS.items()}
+    for b, own in BASELINE.items():
+        for c, v in own.items():
+            columns[c][b] = v
+    fig = folder(**columns)
+    pool: dict = {}
+    job_figures(fig, "k1", pool)
+    alike(figures_of(pool), EVERY)
+
+
+def test_a_job_with_only_the_columns_every_folder_has_lists_only_what_they_give():
+    pool: dict = {}
+    job_figures(folder(), "k1", pool)
+    alike(figures_of(pool), PLAIN)
+
+
+@pytest.mark.parametrize("pooled", [0.0, -1.0, NAN, 0.5])
+def test_the_exposed_share_is_over_the_pooled_step_only_where_that_is_a_positive_number(pooled):
+    """A sub-millisecond step (a small model on a GPU) has its share; a pooled step of none has none."""
+    pool: dict = {}
+    job_figures(folder(step_ms_pooled={"k1": pooled}, exposed_ms={"k1": 0.1}), "k1", pool)
+    shares = {e.name: e.value for e in pool["%"]}
+    if pooled > 0:
+        assert shares["exposed share of k1"] == pytest.approx(20.0)
+    else:
+        assert "exposed share of k1" not in shares
+
+
+def test_a_job_that_is_its_own_baseline_lists_no_figure_of_a_baseline():
+    pool: dict = {}
+    job_figures(folder(baseline={"k1": ("k1",)}, efficiency_pct={"k1": 100.0}), "k1", pool)
+    assert not [e.name for entries in pool.values() for e in entries if "baseline" in e.name]
+
+
+@pytest.mark.parametrize("most, middle", [(NAN, 20.0), (40.0, 0.0), (40.0, NAN)])
+def test_a_traffic_ratio_needs_both_ranks_figures(most, middle):
+    pool: dict = {}
+    job_figures(folder(moved_max_mb={"k1": most}, moved_median_mb={"k1": middle}), "k1", pool)
+    assert "x" not in pool
+
+
+@pytest.mark.parametrize("mine, theirs", [(["gone"], ["k1"]), (["k1"], ["gone"]), (["gone"], ["lost"])])
+def test_a_set_with_no_launch_gives_no_figure_and_no_warning(mine, theirs):
+    """A set whose jobs have no launch (one side or both) has no figure against the other, and the checker
+    prints no numpy warning of a mean of nothing."""
+    part: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        between(folder(), mine, theirs, part, "x")
+    assert part == {}
+
+
+@pytest.mark.parametrize("launches", [[100.0, 104.0], [0.4, 0.6], [100.0], [], [0.0, 0.0]])
+def test_two_launches_or_more_have_a_spread_and_no_job_s_spread_prints_a_warning(launches):
+    """Two launches are enough for a spread, of sub-millisecond steps too; one launch, none, or launches of no
+    time have none, and the checker prints no numpy warning of a standard deviation of one value, a mean of
+    nothing or a division by nothing."""
+    fig = folder(times={"k1": [100.0]})
+    fig.launch_ms["k1"] = launches
+    pool: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        job_figures(fig, "k1", pool)
+    spread = {e.name: e.value for e in pool["%"]}.get("launch-to-launch spread of k1")
+    if len(launches) > 1 and np.mean(launches) > 0:
+        assert spread == pytest.approx(100 * np.std(launches, ddof=1) / np.mean(launches))
+    else:
+        assert spread is None
