@@ -21,6 +21,9 @@ one that timed out (a loaded machine times out sound tests too). An **equivalent
 because it changes nothing a caller can see: each is listed in ``benchmarks/mutation.toml`` with one line saying
 why, and counts as killed only while it survives (one a test kills is said so, to be taken off the list).
 
+``--count`` runs nothing: it prints how many mutants mutmut makes of each module (or part) from the code now,
+beside the count its stored row measured (a row whose count differs measured other code), without running a test.
+
 ``--group`` (repeatable) runs those groups alone; the default runs them all. ``--out`` writes the table (a new
 file, or one this script wrote), and beside it the same as JSON with every surviving mutant by name
 (``mutation.json`` beside ``mutation.md``). Each row names the run that measured its group, and each run is stored
@@ -142,6 +145,36 @@ def statuses(mutants: Path, group: dict) -> dict[str, str]:
             if in_group(key, group):
                 found[key] = status_by_exit_code[code]
     return found
+
+
+def counted(table: dict, root: Path = ROOT) -> dict[str, int]:
+    """Each module or part of one (:func:`unit`) and how many mutants mutmut makes of it from the code in ``root``
+    now, nothing run: a stored row whose count differs measured other code (``--count``)."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    made: dict[str, list[str]] = {}
+    out = {}
+    for name, group in table["groups"].items():
+        for module in group["modules"]:
+            if module not in made:
+                dotted = module[:-len(".py")].replace("/", ".")
+                code = (root / module).read_text()
+                made[module] = [f"{dotted}.{m}" for m in mutate_file_contents(module, code).mutant_names]
+            out[unit(module, name, group)] = sum(in_group(m, group) for m in made[module])
+    return out
+
+
+def count_lines(table: dict, stored: dict, root: Path = ROOT) -> list[str]:
+    """``--count``'s lines: each module or part, the mutants mutmut makes of it now, and those its stored row
+    (``stored``: the JSON's modules) counted, with that row's commit; "differs" where the two differ, "not stored"
+    where no row is."""
+    lines = []
+    for measured, now in counted(table, root).items():
+        row = stored.get(measured)
+        said = "not stored" if row is None else (
+            f"stored {row['mutants']} at {row['commit']}" + ("" if row["mutants"] == now else ", differs"))
+        lines.append(f"{measured}: {now} mutants now; {said}")
+    return lines
 
 
 def finished(found: dict[str, str]) -> bool:
@@ -341,7 +374,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resume", type=Path, metavar="DIR",
                         help="go on with the run kept in DIR (--keep), stopped part way (module docstring)")
     parser.add_argument("--out", type=Path, help="the table to write (.md), its JSON beside it")
+    parser.add_argument("--count", action="store_true",
+                        help="run nothing: each module's mutants now beside its stored row's (--out's, else the "
+                             "committed table's)")
     args = parser.parse_args(argv)
+    if args.count:
+        store = (args.out or HERE / "mutation.md").with_suffix(".json")
+        stored = json.loads(store.read_text())["modules"] if store.is_file() else {}
+        print("\n".join(count_lines(table, stored)))
+        return
     # a run stopped by SIGTERM (kill, a session's end) ends as Ctrl-C does: each group's time is kept for --resume
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     if args.keep and args.keep.exists():

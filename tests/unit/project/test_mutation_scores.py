@@ -320,3 +320,40 @@ def test_a_table_of_one_run_as_stored_before_is_read_as_run_one_and_a_stray_row_
                                                                                  "group": "statistics", "run": 1}})
     assert mutation.kept(tmp_path / "none.md", ["compare"], SETTINGS) == ([], {})
     assert mutation.kept(None, ["compare"], SETTINGS) == ([], {})
+
+
+F = """def f(x):
+    return x + 1 if x > 2 else x * 3
+"""
+G = """def g(items):
+    return [i for i in items if i != "a"]
+"""
+H = """class Box:
+    def size(self, n):
+        return n - 4
+"""
+
+
+def _made(tmp_path, name: str, code: str) -> int:
+    """How many mutants mutmut makes of ``code`` as a module of its own."""
+    from mutmut.mutation.file_mutation import mutate_file_contents
+
+    return len(mutate_file_contents(name, code).mutant_names)
+
+
+def test_count_gives_each_module_s_and_each_part_s_mutants_as_mutmut_makes_them_now(tmp_path):
+    pytest.importorskip("mutmut")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "m.py").write_text(F + "\n\n" + G + "\n\n" + H)
+    (tmp_path / "pkg" / "n.py").write_text(G)
+    table = {"groups": {"whole": {"modules": ["pkg/n.py"]},
+                        "one": {"modules": ["pkg/m.py"], "functions": ["f", "Box.*"]},
+                        "two": {"modules": ["pkg/m.py"], "functions": ["g"]}}}
+    f, g, h = (_made(tmp_path, "x.py", code) for code in (F, G, H))
+    assert min(f, g, h) > 0
+    assert mutation.counted(table, tmp_path) == {"pkg/n.py": g, "pkg/m.py (one)": f + h, "pkg/m.py (two)": g}
+    stored = {"pkg/n.py": {"mutants": g, "commit": "abc1234"}, "pkg/m.py (one)": {"mutants": f, "commit": "def5678"}}
+    assert mutation.count_lines(table, stored, tmp_path) == [
+        f"pkg/n.py: {g} mutants now; stored {g} at abc1234",
+        f"pkg/m.py (one): {f + h} mutants now; stored {f} at def5678, differs",
+        f"pkg/m.py (two): {g} mutants now; not stored"]
