@@ -9,6 +9,7 @@ import json
 import math
 import warnings
 
+import numpy as np
 import pytest
 
 from ddpbench.analysis.folder import load
@@ -77,7 +78,11 @@ RETRIES = {
     "a row too short": (("result", "steps", 5), [0, "measure", 1], False),
     "no step rows": (("result", "steps"), [], False),
     "steps not a list": (("result", "steps"), {"0": 1}, False),
+    "steps a number": (("result", "steps"), 5, False),
     "step_columns without step_ms": (("result", "step_columns", 8), "wall_ms", False),
+    "step_columns without a phase": (("result", "step_columns", 4), "other_ms", False),
+    "a status not a text": (("status",), 1, False),
+    "a spec not an object": (("spec",), ["gloo"], False),
     "no ranks": (("result", "ranks"), [], False),
     "a rank not an object": (("result", "ranks", 1), 5, False),
     "a rank's number a text": (("result", "ranks", 1, "rank"), "one", False),
@@ -95,7 +100,8 @@ def test_each_reader_keeps_or_skips_a_damaged_retry_as_the_docs_say(tmp_path, ca
     path, value, kept = RETRIES[case]
     first = next(r for r in _lines(folder) if r["kind"] == "run" and r["spec"]["scaling"] == "weak"
                  and r["repeat"] == 0)
-    retry = _set(first, ("result", "steps", 5, 8), 99.0)  # the retry's own step time tells it apart
+    # the retry's own step time, on a row no case changes, tells it apart
+    retry = _set(first, ("result", "steps", 6, 8), 99.0)
     if path:
         retry = _set(retry, path, value)
     with open(folder.path / "results.jsonl", "a") as fh:
@@ -124,6 +130,30 @@ def test_the_global_batch_is_the_documented_one(tmp_path):
     # weak: batch_size per rank; strong: batch_size split over the ranks, times the micro-steps
     assert (runs.loc["weak", "per_rank_batch"] == 8).all() and (runs.loc["weak", "global_batch"] == 16).all()
     assert (runs.loc["strong", "per_rank_batch"] == 16).all() and (runs.loc["strong", "global_batch"] == 64).all()
+
+
+def test_a_strong_batch_the_ranks_do_not_divide_is_split_as_the_ranks_split_it(tmp_path):
+    """Strong scaling over ranks that do not divide the batch: each rank takes the whole part (10 over 4: 2 each)."""
+    folder = ResultsFolder(tmp_path)
+    spec = JobSpec(batch_size=10, world_size=4, scaling="strong", backend="gloo", device="cpu", warmup_steps=1,
+                   steps=4, threads_per_rank=1)
+    folder.launch(spec, 0, result=_result(spec, 0, 10.0))
+    run = read(folder.path).runs.iloc[0]
+    assert run["per_rank_batch"] == 2 and run["global_batch"] == 8
+    assert isinstance(run["per_rank_batch"], (int, np.integer)), type(run["per_rank_batch"])
+
+
+def test_a_phase_no_step_of_a_folder_timed_reads_as_a_column_of_missing_numbers(tmp_path):
+    """Every step's forward_ms null (a foreign writer that does not time it): missing numbers (NaN, a float column),
+    which the figures average over as missing, not Python's None."""
+    folder = ResultsFolder(tmp_path)
+    result = _result(WEAK, 0, 10.0)
+    at = result["step_columns"].index("forward_ms")
+    for stored in result["steps"]:
+        stored[at] = None
+    folder.launch(WEAK, 0, result=result)
+    forward = read(folder.path).steps["forward_ms"]
+    assert forward.dtype == float and forward.isna().all() and len(forward) == 10
 
 
 def test_the_price_is_the_latest_sweeps_and_the_figures_follow_it(tmp_path):
@@ -252,7 +282,7 @@ def test_a_later_sweep_s_price_or_peak_that_is_no_price_or_peak_leaves_the_earli
     assert records.price == {"price_per_device_hour": 3.0} and records.datasheet_tflops == 20.0
 
 
-@pytest.mark.parametrize("flops, kept", [(2e9, 2e9), (7, 7.0), (0, None), (-1e9, None), (math.inf, None),
+@pytest.mark.parametrize("flops, kept", [(2e9, 2e9), (7, 7.0), (0.5, 0.5), (0, None), (-1e9, None), (math.inf, None),
                                          ("many", None), (True, None), (None, None)])
 def test_a_launch_s_flops_a_step_are_a_number_in_zero_to_infinity_or_missing(tmp_path, flops, kept):
     folder = _folder(tmp_path)
